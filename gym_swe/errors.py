@@ -35,6 +35,10 @@ class SandboxCrashedError(SandboxError):
     """The sandbox's executor or jail died or stopped answering; the sandbox is no longer usable."""
 
 
+class FileTooLargeError(SandboxError):
+    """A file (or a set of files) in a sandbox is larger than the host agreed to read into its memory."""
+
+
 class ToolError(GymSweError):
     """A tool was used wrongly. Tools turn these into text for the model rather than raising to the env."""
 
@@ -49,6 +53,11 @@ class TaskFormatError(TaskError):
 
 class GradingError(GymSweError):
     """The grader could not run the tests (never raised for tests that merely fail)."""
+
+
+class GeneratorError(GymSweError):
+    """A generator's backend failed as a whole: a weight sync that failed or timed out, an engine that is
+    asleep or broken. Never raised for one bad sample (that is a `Sample` with ``finish_reason="error"``)."""
 
 
 def unknown_name(kind: str, name: object, known: Iterable[str]) -> str:

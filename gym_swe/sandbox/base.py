@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from gym_swe.errors import ConfigError
 
@@ -31,7 +31,8 @@ class Limits:
     cpu_seconds: int = 3600
     """CPU time per command (a timeout still ends a command earlier, in wall time)."""
     cpus: float = 1.0
-    """CPU share of the container (docker only)."""
+    """CPU cores' worth of time the sandbox may use at once: the container's CPU quota (docker), the jail's
+    cgroup CPU quota (local, where gym_swe may create cgroups: as root)."""
     tmp_mb: int = 1024
     """Size of the private /tmp (local: a tmpfs)."""
     disk_mb: int = 2048
@@ -78,10 +79,12 @@ class ExecResult:
     """Seconds the command ran, measured inside the sandbox."""
     stdout_cut: int = 0
     stderr_cut: int = 0
+    interrupted: bool = False
+    """The command was stopped by `Sandbox.interrupt` (SIGINT, then SIGKILL after a grace period)."""
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out
+        return self.exit_code == 0 and not self.timed_out and not self.interrupted
 
     @property
     def output(self) -> str:
@@ -115,16 +118,36 @@ class Sandbox(Protocol):
         timeout: float | None = 60.0,
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
+        max_output: int | None = None,
     ) -> ExecResult:
-        """Run ``command`` with bash inside the sandbox. A timeout kills the command's whole process group."""
+        """Run ``command`` with bash inside the sandbox. A timeout kills the command's whole process group.
+        Output beyond ``max_output`` bytes per stream (default ``Limits.output_bytes``) is cut in the middle.
+        A command that cannot be started (a NUL byte in it) is a failed `ExecResult` (exit code 127)."""
         ...
 
     def kill_processes(self) -> int:
         """Kill every process commands started (background daemons too); returns how many were killed."""
         ...
 
-    def read_file(self, path: str) -> bytes:
-        """The bytes of a file in the sandbox. Raises FileNotFoundError / IsADirectoryError like open()."""
+    def interrupt(self) -> bool:
+        """From another thread: stop the command ``exec`` is running, as Ctrl-C would (SIGINT to its process
+        group, SIGKILL a second later); that ``exec`` then returns with ``interrupted``. False when no
+        command was running."""
+        ...
+
+    def read_file(self, path: str, max_bytes: int = ...) -> bytes:
+        """The bytes of a file in the sandbox. Raises FileNotFoundError / IsADirectoryError like open(), and
+        `FileTooLargeError` for a file over ``max_bytes`` (the host never reads more into its memory)."""
+        ...
+
+    def manifest(self, path: str, max_files: int = ...) -> list[list[Any]]:
+        """Every file and symbolic link under ``path`` (``.git`` directories left out), as the sandbox's own
+        trusted code sees them: ``[relative path, "f", executable, size, sha256 or None]`` or
+        ``[relative path, "l", target]``. Runs no program the workspace could configure."""
+        ...
+
+    def get_files(self, path: str, names: list[str], dest: str | Path, max_bytes: int = ...) -> Path:
+        """Copy the named files and links under ``path`` into the host directory ``dest`` (links as links)."""
         ...
 
     def write_file(self, path: str, content: str | bytes, mode: int | None = None) -> None:

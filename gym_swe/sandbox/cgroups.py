@@ -1,11 +1,12 @@
-"""Per-jail control groups: the process and memory limits of a local sandbox, where they can be had.
+"""Per-jail control groups: the process, memory and CPU limits of a local sandbox, where they can be had.
 
 Rlimits alone are not enough when gym_swe runs as root (as on CI machines and many clusters): the jail's
 uid maps to host uid 0, and the kernel does not apply RLIMIT_NPROC to root, so a fork bomb would fill the
 host's process table. Where this process may create control groups (root, cgroup v1 or v2 with the pids and
-memory controllers), each jail gets its own, with ``pids.max`` and a memory limit; everything the jail
-starts is charged to it. Elsewhere (an unprivileged user) RLIMIT_NPROC does apply, and the executor's
-rlimits are the limits.
+memory controllers), each jail gets its own, with ``pids.max``, a memory limit and, where the cpu controller
+is there, a CPU quota of ``Limits.cpus`` (so that what an agent leaves running between steps cannot take
+cores from other episodes); everything the jail starts is charged to it. Elsewhere (an unprivileged user)
+RLIMIT_NPROC does apply, the executor's rlimits are the limits, and there is no CPU quota.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from gym_swe.sandbox.base import Limits, MiB
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GROUP = "gym_swe"
+CPU_PERIOD_US = 100_000
 _warned = False
 
 
@@ -50,9 +52,14 @@ class JailCgroup:
     def _create_v1(cls, name: str, limits: Limits) -> JailCgroup:
         pids = CGROUP_ROOT / "pids" / GROUP / name
         memory = CGROUP_ROOT / "memory" / GROUP / name
+        cpu = CGROUP_ROOT / "cpu" / GROUP / name
         pids.mkdir(parents=True)
         memory.mkdir(parents=True)
-        group = cls([pids, memory])
+        directories = [pids, memory]
+        if (CGROUP_ROOT / "cpu" / "cpu.cfs_quota_us").exists():
+            cpu.mkdir(parents=True)
+            directories.append(cpu)
+        group = cls(directories)
         try:
             # bwrap's own two processes count too.
             (pids / "pids.max").write_text(str(limits.processes + 2))
@@ -60,6 +67,9 @@ class JailCgroup:
             swap = memory / "memory.memsw.limit_in_bytes"
             if swap.exists():
                 swap.write_text(str(limits.memory_mb * MiB))
+            if cpu in directories:
+                (cpu / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+                (cpu / "cpu.cfs_quota_us").write_text(str(cpu_quota_us(limits)))
         except OSError:
             group.remove()
             raise
@@ -69,9 +79,11 @@ class JailCgroup:
     def _create_v2(cls, name: str, limits: Limits) -> JailCgroup:
         base = CGROUP_ROOT / GROUP
         base.mkdir(exist_ok=True)
+        available = (CGROUP_ROOT / "cgroup.controllers").read_text().split()
+        wanted = [c for c in ("pids", "memory", "cpu") if c in available or c != "cpu"]
         for parent in (CGROUP_ROOT, base):
             enabled = (parent / "cgroup.subtree_control").read_text().split()
-            missing = [c for c in ("pids", "memory") if c not in enabled]
+            missing = [c for c in wanted if c not in enabled]
             if missing:
                 (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing))
         directory = base / name
@@ -82,6 +94,8 @@ class JailCgroup:
             (directory / "memory.max").write_text(str(limits.memory_mb * MiB))
             if (directory / "memory.swap.max").exists():
                 (directory / "memory.swap.max").write_text("0")
+            if (directory / "cpu.max").exists():
+                (directory / "cpu.max").write_text(f"{cpu_quota_us(limits)} {CPU_PERIOD_US}")
         except OSError:
             group.remove()
             raise
@@ -125,10 +139,20 @@ class JailCgroup:
                 pass  # still busy, or gone: `gym-swe sandbox prune` removes empty leftovers
 
 
+def jail_cgroup_parents() -> list[Path]:
+    """The directories under which jails' cgroups are made (per controller on v1)."""
+    return [CGROUP_ROOT / part / GROUP for part in ("pids", "memory", "cpu")] + [CGROUP_ROOT / GROUP]
+
+
+def cpu_quota_us(limits: Limits) -> int:
+    """The jail's CPU time per scheduling period: ``Limits.cpus`` cores' worth."""
+    return max(1000, int(limits.cpus * CPU_PERIOD_US))
+
+
 def prune_cgroups() -> list[Path]:
     """Remove empty jail cgroups left behind by crashed runs."""
     removed = []
-    for parent in (CGROUP_ROOT / "pids" / GROUP, CGROUP_ROOT / "memory" / GROUP, CGROUP_ROOT / GROUP):
+    for parent in jail_cgroup_parents():
         if not parent.is_dir():
             continue
         for directory in parent.iterdir():

@@ -1,10 +1,11 @@
 """The ``docker`` backend: one container per sandbox, driven through the docker SDK.
 
-The container runs ``sleep infinity`` under docker's init, with no network by default, memory/CPU/pids limits
-and ``gym_swe.*`` labels (so `gym-swe sandbox prune` can find what a crashed run left). Commands do not go
-through ``docker exec`` one by one (about 46 ms each here): one ``docker exec`` starts the executor
-(executor.py) when the sandbox is created, and every command and file transfer after that is a message on
-its attached stream. Files travel as tar archives.
+The container's main process is the executor (executor.py), attached through its stdin and stdout: it is
+the container's pid 1, which commands cannot signal. No network by default, memory/CPU/pids limits, a /tmp
+tmpfs of ``Limits.tmp_mb``, fewer capabilities than docker's default, and ``gym_swe.*`` labels (so `gym-swe
+sandbox prune` can find what a crashed run left). Commands do not go through ``docker exec`` one by one
+(about 46 ms each here): every command and file transfer is a message on the attached stream. Files travel
+as tar archives.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gym_swe.errors import SandboxUnavailableError, missing_dependency
+from gym_swe.errors import SandboxError, SandboxUnavailableError, missing_dependency
 from gym_swe.sandbox.base import Limits, MiB
 from gym_swe.sandbox.executor_client import EXECUTOR_PATH, ExecutorSandbox, Transport
 
@@ -34,6 +35,10 @@ DAEMON_HINT = (
     "or point DOCKER_HOST at a reachable daemon."
 )
 CONTAINER_EXECUTOR = "/run/gym_swe/executor.py"
+# Capabilities no sandbox needs; SYS_PTRACE above all (it would reach the executor's memory and pipes).
+DROPPED_CAPABILITIES = ("SYS_PTRACE", "NET_RAW", "MKNOD", "SYS_CHROOT", "AUDIT_WRITE", "SETFCAP")
+# Docker splits the executor's stream into frames of its own; none should come near this.
+MAX_RAW_BYTES = 64 * 1024 * 1024
 # Runs in the container to start the executor with whatever Python the image has (task images put it in
 # different places). "$0" is the executor's path, "$1" its JSON config.
 _LAUNCH = (
@@ -84,6 +89,8 @@ class DockerStreamTransport:
     def __init__(self, sock: socket.socket, leftover: bytes = b"") -> None:
         self._sock = sock
         self._raw = bytearray(leftover)
+        self._stdout = b""  # a frame `pending` found
+        self._ended = False
         self.stderr_tail = bytearray()
 
     def send(self, data: bytes) -> None:
@@ -91,24 +98,53 @@ class DockerStreamTransport:
 
     def recv(self, max_bytes: int, deadline: float | None) -> bytes:
         while True:
-            while len(self._raw) >= 8:
-                stream, size = self._raw[0], struct.unpack(">I", self._raw[4:8])[0]
-                if len(self._raw) < 8 + size:
-                    break
-                payload = bytes(self._raw[8 : 8 + size])
-                del self._raw[: 8 + size]
-                if stream == 1 and payload:
-                    return payload
-                if stream == 2:
-                    self.stderr_tail = (self.stderr_tail + payload)[-4000:]
+            payload = self._next_stdout_frame()
+            if payload is not None:
+                return payload
+            if self._ended:
+                return b""
             wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             ready, _, _ = select.select([self._sock], [], [], wait)
             if not ready:
                 raise TimeoutError("no answer from the executor")
-            chunk = self._sock.recv(max(max_bytes, 65536))
-            if not chunk:
-                return b""
-            self._raw += chunk
+            self._read_socket(max_bytes)
+
+    def pending(self) -> bool:
+        while not self._ended and select.select([self._sock], [], [], 0)[0]:
+            self._read_socket(65536)
+        return bool(self._stdout) or self._has_stdout_frame()
+
+    def _read_socket(self, max_bytes: int) -> None:
+        chunk = self._sock.recv(max(max_bytes, 65536))
+        if not chunk:
+            self._ended = True
+        self._raw += chunk
+        if len(self._raw) > MAX_RAW_BYTES:  # a frame larger than any reply may be: never buffered whole
+            raise OSError(f"a stream frame of more than {MAX_RAW_BYTES} bytes")
+
+    def _has_stdout_frame(self) -> bool:
+        payload = self._next_stdout_frame()
+        if payload is None:
+            return False
+        self._stdout = payload + self._stdout
+        return True
+
+    def _next_stdout_frame(self) -> bytes | None:
+        """The next complete stdout frame's payload (stderr frames are kept aside), or None."""
+        if self._stdout:
+            payload, self._stdout = self._stdout, b""
+            return payload
+        while len(self._raw) >= 8:
+            stream, size = self._raw[0], struct.unpack(">I", self._raw[4:8])[0]
+            if len(self._raw) < 8 + size:
+                return None
+            payload = bytes(self._raw[8 : 8 + size])
+            del self._raw[: 8 + size]
+            if stream == 1 and payload:
+                return payload
+            if stream == 2:
+                self.stderr_tail = (self.stderr_tail + payload)[-4000:]
+        return None
 
     def close(self) -> None:
         try:
@@ -117,23 +153,23 @@ class DockerStreamTransport:
             pass
 
 
-def _open_exec_stream(api: Any, exec_id: str) -> DockerStreamTransport:
-    """Start an exec and return its attached stream.
+def _attach_stream(api: Any, container_id: str) -> DockerStreamTransport:
+    """Attach to a created container's stdin, stdout and stderr, before it starts, and return the stream.
 
     On a unix socket the HTTP upgrade is done here rather than by the SDK, because the SDK hands back the
     socket after its HTTP reader may already have buffered the first bytes of the stream, where select()
     cannot see them.
     """
+    params = {"stream": 1, "stdin": 1, "stdout": 1, "stderr": 1}
     socket_path = getattr(getattr(api, "_custom_adapter", None), "socket_path", None)
     if not socket_path:
-        sock = api.exec_start(exec_id, socket=True)
+        sock = api.attach_socket(container_id, params=params)
         return DockerStreamTransport(getattr(sock, "_sock", sock))
-    body = json.dumps({"Detach": False, "Tty": False}).encode()
+    query = "&".join(f"{key}={value}" for key, value in params.items())
     request = (
-        f"POST /v{api.api_version}/exec/{exec_id}/start HTTP/1.1\r\nHost: docker\r\n"
-        "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode() + body
+        f"POST /v{api.api_version}/containers/{container_id}/attach?{query} HTTP/1.1\r\nHost: docker\r\n"
+        "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n"
+    ).encode()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(60)
     sock.connect(socket_path)
@@ -142,12 +178,12 @@ def _open_exec_stream(api: Any, exec_id: str) -> DockerStreamTransport:
     while b"\r\n\r\n" not in response:
         chunk = sock.recv(65536)
         if not chunk:
-            raise OSError("the Docker daemon closed the connection while starting the executor")
+            raise OSError("the Docker daemon closed the connection while attaching to the executor")
         response += chunk
     head, _, leftover = response.partition(b"\r\n\r\n")
     status = head.split(b"\r\n", 1)[0].decode("latin-1")
     if " 101 " not in status and " 200 " not in status:
-        raise OSError(f"the Docker daemon refused to start the executor: {status}: {leftover[:500]!r}")
+        raise OSError(f"the Docker daemon refused to attach to the executor: {status}: {leftover[:500]!r}")
     sock.settimeout(None)
     return DockerStreamTransport(sock, leftover)
 
@@ -222,11 +258,20 @@ class DockerSandbox(ExecutorSandbox):
         self._ensure_image(client)
         docker = _docker()
         limits = self.limits
-        self.container = client.containers.run(
+        config = json.dumps(
+            {
+                "workdir": self.workdir,
+                "limits": limits.for_executor(address_space=False),
+                "private_pids": True,
+            }
+        )
+        # The executor is the container's main process, its pid 1: the kernel then ignores the signals
+        # commands send it (SIGKILL included, root or not), and it reaps the orphans they leave.
+        self.container = client.containers.create(
             self.image,
-            command=["sleep", "infinity"],
-            detach=True,
-            init=True,  # docker-init reaps the zombies agent commands leave behind
+            entrypoint=["/bin/sh", "-c", _LAUNCH, CONTAINER_EXECUTOR, config],
+            command=[],
+            stdin_open=True,
             network_mode="bridge" if self.network else "none",
             mem_limit=f"{limits.memory_mb}m",
             memswap_limit=f"{limits.memory_mb}m",  # no swap: over the limit means killed, not slow
@@ -238,31 +283,28 @@ class DockerSandbox(ExecutorSandbox):
                 ),
                 docker.types.Ulimit(name="core", soft=0, hard=0),
             ],
+            # No CAP_SYS_PTRACE (docker never grants it; dropped here in case a daemon's default does):
+            # without it nothing in the container may read the executor's memory or its pipes.
+            cap_drop=list(DROPPED_CAPABILITIES),
             security_opt=["no-new-privileges"],
+            tmpfs={"/tmp": f"rw,exec,nosuid,size={limits.tmp_mb}m"},
             labels=self.labels,
             environment=self.env,
             working_dir=self.workdir,
             hostname="sandbox",
         )
         self.container.put_archive("/", _executor_archive())
-        config = json.dumps(
-            {
-                "workdir": self.workdir,
-                "limits": limits.for_executor(address_space=False),
-                "private_pids": True,
-            }
-        )
-        exec_id = client.api.exec_create(
-            self.container.id,
-            ["sh", "-c", _LAUNCH, CONTAINER_EXECUTOR, config],
-            stdin=True,
-            stdout=True,
-            stderr=True,
-            tty=False,
-            workdir=self.workdir,
-        )["Id"]
-        self._transport_ref = _open_exec_stream(client.api, exec_id)
+        self._transport_ref = _attach_stream(client.api, self.container.id)
+        self.container.start()
         return self._transport_ref
+
+    def _signal_executor(self, signum: int) -> None:
+        if self.container is None:
+            raise SandboxError("docker sandbox: no container")
+        try:
+            self.container.kill(signal=int(signum))  # the executor is the container's main process
+        except Exception as error:
+            raise SandboxError(f"docker sandbox: could not signal the executor: {error}") from error
 
     def _death_details(self) -> str:
         parts = []

@@ -6,22 +6,36 @@ the sandbox instead of a new jail or a ``docker exec`` (about 46 ms here). It is
 that a task image may carry: no dataclasses, walrus, f-string ``=``, or imports from gym_swe.
 
 Protocol, over the executor's stdin/stdout, one request at a time: a frame is one line of JSON (the header),
-then exactly ``header["size"]`` bytes of payload (0 when absent). Requests carry ``op``; every reply carries
-``ok`` and, when ``ok`` is false, ``error`` (a message) and ``kind`` (the exception class name).
+then exactly ``header["size"]`` bytes of payload (0 when absent). Requests carry ``op`` and ``id``; every
+reply echoes the ``id`` and carries ``ok`` and, when ``ok`` is false, ``error`` (a message) and ``kind`` (the
+exception class name). The host checks every reply against its schema (see protocol.py).
 
-  hello (sent first, unasked)      -> {pid, python}
+  hello (sent first, unasked)      -> {pid, python, protected}
   exec {cmd, timeout, cwd, env, max_output}
-                                   -> {exit_code, timed_out, duration, stdout_size, stdout_head, stdout_cut,
-                                       stderr_size, stderr_head, stderr_cut}; payload: kept stdout + stderr
-  read {path}                      -> payload: the file's bytes
+                                   -> {exit_code, timed_out, interrupted, duration, stdout_size, stdout_head,
+                                       stdout_cut, stderr_size, stderr_head, stderr_cut}; payload: kept
+                                       stdout + stderr. SIGUSR1 to the executor interrupts the command.
+  read {path, max_bytes}           -> payload: the file's bytes (FileTooLargeError past max_bytes)
   write {path, mode?} + payload    -> {}
   put_tar {dest} + payload         -> {} (a tar archive extracted under dest)
-  get_tar {path}                   -> payload: a tar archive of path (its base name at the top)
-  kill_all                         -> {killed}: every process the commands started, background ones too
+  get_tar {path, max_bytes}        -> payload: a tar archive of path (its base name at the top)
+  manifest {path, max_files}       -> payload: JSON [[relative path, "f", executable, size, sha256 or null]
+                                       or [relative path, "l", link target], ...]; ``.git`` directories and
+                                       files of other types are left out
+  get_files {path, names, max_bytes}
+                                   -> payload: a tar archive of the named files and links under path
+  kill_all                         -> {killed, left}: every process the commands started, background ones too
   ping                             -> {}
+
+The executor is the sandbox's trusted part, and the commands it starts run as the same user, so it makes
+itself non-dumpable first thing (``protected`` in the hello): the kernel then refuses every process without
+CAP_SYS_PTRACE (which no sandbox grants) access to its memory, its file descriptors (the protocol pipes) and
+its environment under /proc, and refuses to ptrace it. The data that passes through it (hidden tests sent
+to a grading sandbox, say) stays out of reach of the code it runs.
 """
 
 import errno
+import hashlib
 import io
 import json
 import math
@@ -34,10 +48,17 @@ import sys
 import tarfile
 import time
 
+# After an interrupt (SIGUSR1 from the host): how long the command's group has after SIGINT before SIGKILL.
+INTERRUPT_GRACE = 1.0
 # How long to keep reading after the command exited, for output still in the pipes. A background process
 # the command started may hold the pipes open forever; its later output is not waited for.
 DRAIN_SECONDS = 0.05
 READ_CHUNK = 65536
+PR_SET_DUMPABLE = 4
+
+
+class FileTooLargeError(Exception):
+    """A file (or a set of files) over the size the host asked for at most."""
 
 
 class BoundedCapture(object):
@@ -90,8 +111,32 @@ def apply_limits(limits):
         pass
 
 
+def make_non_dumpable():
+    """Shut other processes of this uid out of this one's /proc entries and ptrace. True when it worked."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            return False
+        with open("/proc/self/status") as status:
+            return not any(line.split() == ["Dumpable:", "1"] for line in status)
+    except Exception:
+        return False
+
+
 def list_pids():
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def process_state(pid):
+    """(state letter, parent pid) of a process, or ("", 0) once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return "", 0
 
 
 def find_shell():
@@ -102,8 +147,9 @@ def find_shell():
 
 
 class Executor(object):
-    def __init__(self, stdin, stdout, workdir, limits, private_pids):
+    def __init__(self, stdin, stdout, workdir, limits, private_pids, protected=False):
         self.private_pids = private_pids
+        self.protected = protected
         self.groups = set()
         self.stdin = stdin
         self.stdout = stdout
@@ -116,9 +162,21 @@ class Executor(object):
             os.set_blocking(fd, False)
         signal.set_wakeup_fd(wakeup_write)
         signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        # As the pid namespace's init, the kernel drops every signal that commands send it (SIGKILL and
+        # SIGSTOP included) unless it handles that signal; Python handles SIGINT, so that one goes back to
+        # the default. Commands therefore cannot kill or stop the executor.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        self.is_init = os.getpid() == 1
+        # SIGUSR1 from the host interrupts the running command (Ctrl-C in `gym-swe play`). A command sending
+        # it can only interrupt itself.
+        self.interrupt_requested = False
+        signal.signal(signal.SIGUSR1, self.on_interrupt)
         # Processes that were there before any command (the sandbox's init, the container's main process):
         # kill_all spares them, and this executor.
         self.spared = set(list_pids()) | {os.getpid()}
+
+    def on_interrupt(self, signum, frame):
+        self.interrupt_requested = True
 
     # -- framing ---------------------------------------------------------------------------------------------
     def send(self, header, payload=b""):
@@ -145,22 +203,28 @@ class Executor(object):
         return header, b"".join(chunks)
 
     def serve(self):
-        self.send({"ok": True, "op": "hello", "pid": os.getpid(), "python": sys.version.split()[0]})
+        hello = {"ok": True, "op": "hello", "pid": os.getpid(), "python": sys.version.split()[0]}
+        hello["protected"] = self.protected
+        self.send(hello)
         while True:
             header, payload = self.receive()
             if header is None:
                 return
             handler = getattr(self, "op_" + str(header.get("op")), None)
             if handler is None:
-                self.send({"ok": False, "kind": "ValueError", "error": "unknown op %r" % header.get("op")})
+                error = {"ok": False, "kind": "ValueError", "error": "unknown op %r" % header.get("op")}
+                self.send(dict(error, id=header.get("id")))
                 continue
             try:
                 reply, data = handler(header, payload)
             except Exception as error:  # any failure is reported to the host, never fatal to the executor
-                self.send({"ok": False, "kind": type(error).__name__, "error": str(error)})
+                kind, message = type(error).__name__, str(error)[:2000]
+                self.send({"ok": False, "kind": kind, "error": message, "id": header.get("id")})
                 continue
             reply["ok"] = True
+            reply["id"] = header.get("id")
             self.send(reply, data)
+            self.reap_orphans()
 
     # -- operations -----------------------------------------------------------------------------------------
     def resolve(self, path):
@@ -170,7 +234,27 @@ class Executor(object):
         return {}, b""
 
     def op_kill_all(self, header, payload):
-        return {"killed": self.kill_all()}, b""
+        killed = self.kill_all()
+        left = len(self.strays()) if self.private_pids else 0
+        return {"killed": killed, "left": left}, b""
+
+    def reap_orphans(self, keep=None):
+        """As pid 1, wait for exited orphans (zombies that commands left), so that they free their pids.
+        ``keep``: the running command, which its own Popen waits for."""
+        if not self.is_init:
+            return
+        for pid in list_pids():
+            if pid == 1 or pid == keep:
+                continue
+            if process_state(pid) == ("Z", 1):
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except OSError:
+                    pass
+
+    def strays(self):
+        """Processes commands started that are still alive (zombies, already dead, do not count)."""
+        return [pid for pid in list_pids() if pid not in self.spared and process_state(pid)[0] != "Z"]
 
     def kill_all(self):
         """SIGKILL every process a command started, setsid daemons and fork bombs included.
@@ -189,7 +273,8 @@ class Executor(object):
             return count
         killed = set()
         for _ in range(100):
-            strays = [pid for pid in list_pids() if pid not in self.spared]
+            self.reap_orphans()
+            strays = self.strays()
             if not strays:
                 break
             for pid in strays:
@@ -202,8 +287,12 @@ class Executor(object):
         return len(killed)
 
     def op_read(self, header, payload):
+        limit = int(header["max_bytes"])
         with open(self.resolve(header["path"]), "rb") as handle:
-            return {}, handle.read()
+            data = handle.read(limit + 1)  # a bounded read: /dev/zero or a growing file stops here too
+        if len(data) > limit:
+            raise FileTooLargeError("%s is larger than %d bytes" % (header["path"], limit))
+        return {}, data
 
     def op_write(self, header, payload):
         path = self.resolve(header["path"])
@@ -231,9 +320,43 @@ class Executor(object):
         path = self.resolve(header["path"])
         if not os.path.lexists(path):
             raise FileNotFoundError("No such file or directory: %r" % header["path"])
-        buffer = io.BytesIO()
+        buffer = BoundedBuffer(int(header["max_bytes"]), header["path"])
         with tarfile.open(fileobj=buffer, mode="w") as archive:
             archive.add(path, arcname=os.path.basename(path.rstrip("/")) or ".")
+        return {}, buffer.getvalue()
+
+    def op_manifest(self, header, payload):
+        """Every file and symbolic link under path, with a hash of each file's bytes. Only this process's
+        own code runs: no git, no hooks, nothing the workspace could configure."""
+        root = self.resolve(header["path"])
+        limit = int(header["max_files"])
+        entries = []
+
+        def unreadable(error):
+            raise error  # a directory the walk cannot enter must not look like an empty one
+
+        for directory, dirs, files in os.walk(root, onerror=unreadable):
+            # os.walk lists links to directories with the directories: they are entries, never walked into.
+            links = [d for d in dirs if os.path.islink(os.path.join(directory, d))]
+            dirs[:] = sorted(d for d in dirs if d != ".git" and d not in links)
+            for name in sorted(files + links):
+                path = os.path.join(directory, name)
+                relative = os.path.relpath(path, root)
+                entry = manifest_entry(path, relative)
+                if entry is not None:
+                    entries.append(entry)
+                if len(entries) > limit:
+                    raise FileTooLargeError("more than %d files under %s" % (limit, header["path"]))
+        return {}, json.dumps(entries).encode("utf-8")
+
+    def op_get_files(self, header, payload):
+        root = self.resolve(header["path"])
+        buffer = BoundedBuffer(int(header["max_bytes"]), "the files asked for")
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            for name in header["names"]:
+                path = os.path.join(root, name)
+                if os.path.islink(path) or os.path.isfile(path):
+                    archive.add(path, arcname=name, recursive=False)
         return {}, buffer.getvalue()
 
     def op_exec(self, header, payload):
@@ -246,8 +369,12 @@ class Executor(object):
         out, err = BoundedCapture(limit), BoundedCapture(limit)
         start = time.monotonic()
         process = None
+        failure = None
+        self.interrupt_requested = False
         try:
             process = self.spawn(header["cmd"], cwd, env)
+        except (ValueError, UnicodeError) as error:  # a NUL byte or an unencodable character: bad input
+            failure = error
         except OSError as error:
             failure = error
             if error.errno == errno.EAGAIN:
@@ -262,18 +389,24 @@ class Executor(object):
                     failure = again
         if process is None:
             err.add(("cannot start command: %s\n" % failure).encode("utf-8"))
-            return self.exec_reply(127, False, time.monotonic() - start, out, err)
+            reply = self.exec_reply(127, False, time.monotonic() - start, out, err)
+            reply[0]["interrupted"] = False
+            return reply
         cpu = self.limits.get("cpu_seconds")
         if cpu:
             try:  # per command, not on the executor, whose own CPU time adds up over the episode
                 resource.prlimit(process.pid, resource.RLIMIT_CPU, (int(cpu), int(cpu)))
             except (ValueError, OSError, AttributeError):
                 pass
-        timed_out = self.pump(process, out, err, deadline_span and start + deadline_span)
-        if timed_out:
+        stopped = self.pump(process, out, err, deadline_span and start + deadline_span)
+        if stopped:
             self.kill_group(process)
         process.wait()
-        return self.exec_reply(process.returncode, timed_out, time.monotonic() - start, out, err)
+        interrupted = self.interrupt_requested
+        timed_out = stopped and not interrupted
+        reply = self.exec_reply(process.returncode, timed_out, time.monotonic() - start, out, err)
+        reply[0]["interrupted"] = interrupted
+        return reply
 
     def spawn(self, command, cwd, env):
         process = subprocess.Popen(
@@ -289,10 +422,11 @@ class Executor(object):
         return process
 
     def pump(self, process, out, err, deadline):
-        """Read both pipes until the command exits (plus a short drain) or the deadline passes.
+        """Read both pipes until the command exits (plus a short drain), the deadline passes, or the grace
+        of an interrupt runs out (the command got SIGINT when the interrupt came).
 
-        Returns True when the deadline passed. The SIGCHLD wakeup pipe makes poll() return the moment the
-        command exits, so neither a silent command nor one that leaves its pipes to a background child is
+        Returns True when the command must be killed. The SIGCHLD wakeup pipe makes poll() return the moment
+        the command exits, so neither a silent command nor one that leaves its pipes to a background child is
         noticed late, and nothing here sleeps or spins.
         """
         captures = {process.stdout.fileno(): out, process.stderr.fileno(): err}
@@ -301,25 +435,34 @@ class Executor(object):
             poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         poller.register(self.wakeup_read, select.POLLIN)
         exited_at = None
+        interrupt_deadline = None
         try:
             while True:
                 now = time.monotonic()
                 if exited_at is None and process.poll() is not None:
                     exited_at = now
+                if self.interrupt_requested and interrupt_deadline is None and exited_at is None:
+                    try:
+                        os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C in a terminal would
+                    except OSError:
+                        pass
+                    interrupt_deadline = now + INTERRUPT_GRACE
+                limits = [d for d in (deadline, interrupt_deadline) if d is not None]
                 if exited_at is not None:
                     if not captures or now - exited_at >= DRAIN_SECONDS:
                         return False
                     wait = exited_at + DRAIN_SECONDS - now
-                elif deadline is not None:
-                    if now >= deadline:
+                elif limits:
+                    if now >= min(limits):
                         return True
-                    wait = deadline - now
+                    wait = min(limits) - now
                 else:
                     wait = None
                 timeout_ms = None if wait is None else math.ceil(wait * 1000)
                 for fd, _ in poller.poll(timeout_ms):
                     if fd == self.wakeup_read:
                         os.read(fd, 4096)
+                        self.reap_orphans(keep=process.pid)
                         continue
                     data = os.read(fd, READ_CHUNK)
                     if data:
@@ -364,14 +507,58 @@ class Executor(object):
         return reply, out_head + out_tail + err_head + err_tail
 
 
+class BoundedBuffer(io.BytesIO):
+    """A BytesIO that refuses to grow past ``limit`` bytes (archives of what the sandbox holds)."""
+
+    def __init__(self, limit, what):
+        io.BytesIO.__init__(self)
+        self.limit = limit
+        self.what = what
+
+    def write(self, data):
+        if self.tell() + len(data) > self.limit:
+            raise FileTooLargeError("%s come to more than %d bytes" % (self.what, self.limit))
+        return io.BytesIO.write(self, data)
+
+
+def manifest_entry(path, relative):
+    """[relative, "f", executable, size, sha256] for a file, [relative, "l", target] for a symbolic link, None
+    for anything else. A file this process may not read has no hash (null)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if os.path.islink(path):
+        try:
+            return [relative, "l", os.readlink(path)]
+        except OSError:
+            return None
+    if not os.path.isfile(path):
+        return None
+    executable = bool(info.st_mode & 0o100)
+    digest = hashlib.sha256()
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return [relative, "f", executable, info.st_size, None]
+    with os.fdopen(fd, "rb") as handle:
+        while True:
+            chunk = handle.read(1 << 20)
+            if not chunk:
+                break
+            digest.update(chunk)
+    return [relative, "f", executable, info.st_size, digest.hexdigest()]
+
+
 def main():
+    protected = make_non_dumpable()  # before anything else: nothing may read this process from here on
     config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     workdir = config.get("workdir") or os.getcwd()
     limits = config.get("limits") or {}
     apply_limits(limits)
     # Commands must not inherit the executor's protocol pipes.
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    Executor(stdin, stdout, workdir, limits, bool(config.get("private_pids"))).serve()
+    Executor(stdin, stdout, workdir, limits, bool(config.get("private_pids")), protected).serve()
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import tarfile
 import threading
 import time
@@ -17,10 +18,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
-from gym_swe.errors import SandboxCrashedError, SandboxError
+from gym_swe.errors import FileTooLargeError, SandboxCrashedError, SandboxError
 from gym_swe.sandbox.base import ExecResult, Limits, join_head_tail
+from gym_swe.sandbox.protocol import MAX_HEADER_BYTES, ProtocolViolation, check_reply, parse_header
 
 EXECUTOR_PATH = Path(__file__).with_name("executor.py")
 
@@ -29,14 +31,20 @@ EXECUTOR_PATH = Path(__file__).with_name("executor.py")
 HUNG_GRACE_SECONDS = 30.0
 # Deadline for requests that carry no timeout of their own (files, ping), and for the executor to start.
 REQUEST_SECONDS = 120.0
+# The most the host takes into its memory from one sandbox reply, by kind (callers may ask for less).
+READ_MAX_BYTES = 64 * 1024 * 1024
+ARCHIVE_MAX_BYTES = 512 * 1024 * 1024
+MANIFEST_MAX_FILES = 500_000
+MANIFEST_MAX_BYTES = 256 * 1024 * 1024
 
 # Exceptions the executor may report that callers expect as the builtin type, as with open().
-_FILE_ERRORS: dict[str, type[OSError]] = {
+_FILE_ERRORS: dict[str, type[Exception]] = {
     "FileNotFoundError": FileNotFoundError,
     "IsADirectoryError": IsADirectoryError,
     "NotADirectoryError": NotADirectoryError,
     "PermissionError": PermissionError,
     "FileExistsError": FileExistsError,
+    "FileTooLargeError": FileTooLargeError,
 }
 
 
@@ -47,6 +55,10 @@ class Transport(Protocol):
 
     def recv(self, max_bytes: int, deadline: float | None) -> bytes:
         """Up to ``max_bytes`` (b"" at end of stream); raises TimeoutError at ``deadline`` (monotonic)."""
+        ...
+
+    def pending(self) -> bool:
+        """Whether protocol bytes are waiting to be read now (between requests there must be none)."""
         ...
 
     def close(self) -> None: ...
@@ -65,6 +77,8 @@ class ExecutorSandbox(ABC):
         self._transport: Transport | None = None
         self._closed = False
         self._dead_reason: str | None = None
+        self._next_id = 0
+        self._running_command = False
         self.executor_info: dict[str, Any] = {}
 
     # -- what a backend provides ---------------------------------------------------------------------------
@@ -80,13 +94,21 @@ class ExecutorSandbox(ABC):
         """What the backend knows about why the sandbox died (exit status, OOM kill, stderr)."""
         return ""
 
+    def _signal_executor(self, signum: int) -> None:
+        """Send the executor a signal from the host (the backend knows where it runs)."""
+        raise NotImplementedError
+
+    def _needs_protection(self) -> bool:
+        """Whether commands share a machine boundary with the executor (all but an unjailed sandbox)."""
+        return True
+
     # -- life cycle ----------------------------------------------------------------------------------------
     def _boot(self) -> None:
         """Start the executor and wait for its hello. Backends call this at the end of ``__init__``."""
         try:
             self._transport = self._start_executor()
-            header, _ = self._receive(time.monotonic() + REQUEST_SECONDS)
-        except (OSError, EOFError, TimeoutError, ValueError) as error:
+            header, _ = self._receive("hello", None, 0, time.monotonic() + REQUEST_SECONDS)
+        except (OSError, EOFError, TimeoutError, ValueError, ProtocolViolation) as error:
             details = self._death_details()
             self.close()
             raise SandboxError(
@@ -95,9 +117,16 @@ class ExecutorSandbox(ABC):
         except BaseException:
             self.close()
             raise
-        if header.get("op") != "hello":
+        if not header.get("ok"):
             self.close()
             raise SandboxError(f"{self.backend} sandbox: expected the executor's hello, got {header!r}")
+        if self._needs_protection() and not header["protected"]:
+            self.close()
+            raise SandboxError(
+                f"{self.backend} sandbox: its executor could not make itself non-dumpable (prctl through "
+                "ctypes failed in the sandbox's python), so the commands it runs could read its memory and "
+                "forge its replies; refusing to use it"
+            )
         self.executor_info = header
 
     @property
@@ -124,8 +153,18 @@ class ExecutorSandbox(ABC):
 
     # -- the protocol ----------------------------------------------------------------------------------------
     def _request(
-        self, header: dict[str, Any], payload: bytes = b"", timeout: float | None = None
+        self,
+        header: dict[str, Any],
+        payload: bytes = b"",
+        timeout: float | None = None,
+        max_reply: int = 0,
     ) -> tuple[dict[str, Any], bytes]:
+        """Send one request and read its reply, which may carry at most ``max_reply`` bytes of payload.
+
+        A reply that breaks the protocol, bytes that arrive unasked, a dead or silent executor: the sandbox
+        is then crashed (`SandboxCrashedError`) and stays so.
+        """
+        op = str(header.get("op"))
         with self._lock:
             if self._closed:
                 raise SandboxError(f"{self.backend} sandbox is closed")
@@ -134,58 +173,73 @@ class ExecutorSandbox(ABC):
             assert self._transport is not None
             wait = REQUEST_SECONDS if timeout is None else timeout + HUNG_GRACE_SECONDS
             deadline = time.monotonic() + wait
-            frame = json.dumps({**header, "size": len(payload)}).encode("utf-8") + b"\n"
+            self._next_id += 1
+            request_id = self._next_id
             try:
-                self._transport.send(frame + payload)
-                reply, data = self._receive(deadline)
+                if self._buffer or self._transport.pending():
+                    raise ProtocolViolation("bytes arrived that no request asked for")
+                frame = json.dumps({**header, "id": request_id, "size": len(payload)}).encode("utf-8")
+                self._transport.send(frame + b"\n" + payload)
+                reply, data = self._receive(op, request_id, max_reply, deadline)
+            except ProtocolViolation as violation:
+                self._die(f"protocol violation during {op!r}: {violation}")
             except TimeoutError:
-                self._die(f"the executor did not answer within {wait:.0f} s ({header.get('op')})")
+                self._die(f"the executor did not answer within {wait:.0f} s ({op})")
             except (OSError, ValueError, EOFError) as error:
-                self._die(f"lost the executor during {header.get('op')!r}: {error}")
-        if not reply.get("ok"):
-            kind, message = reply.get("kind", "Error"), reply.get("error", "")
+                self._die(f"lost the executor during {op!r}: {error}")
+        if not reply["ok"]:
+            kind, message = reply["kind"], reply["error"]
             if kind in _FILE_ERRORS:
                 raise _FILE_ERRORS[kind](message)
-            raise SandboxError(f"{self.backend} sandbox: {header.get('op')} failed: {kind}: {message}")
+            raise SandboxError(f"{self.backend} sandbox: {op} failed: {kind}: {message}")
         return reply, data
 
-    def _die(self, reason: str) -> None:
+    def _die(self, reason: str) -> NoReturn:
         details = ""
         try:
             details = self._death_details()
         except Exception as error:  # diagnostics are best effort; the reason itself must survive
             details = f"(could not inspect the sandbox: {error})"
         self._dead_reason = f"{self.backend} sandbox died: {reason}" + (f"; {details}" if details else "")
+        self._buffer.clear()
         try:
             self._stop()
         finally:
             raise SandboxCrashedError(self._dead_reason)
 
-    def _receive(self, deadline: float) -> tuple[dict[str, Any], bytes]:
-        line = self._read_line(deadline)
-        header = json.loads(line)
-        payload = self._read_exactly(int(header.get("size", 0)), deadline)
+    def _receive(
+        self, op: str, request_id: int | None, max_payload: int, deadline: float
+    ) -> tuple[dict[str, Any], bytes]:
+        header = parse_header(self._read_line(deadline))
+        check_reply(op, request_id, header, max_payload)
+        payload = self._read_exactly(header["size"], deadline)
+        if self._buffer:
+            raise ProtocolViolation(f"{len(self._buffer)} bytes after the reply to {op!r}")
         return header, payload
 
-    def _fill(self, deadline: float) -> None:
+    def _fill(self, deadline: float, want: int) -> None:
         assert self._transport is not None
-        chunk = self._transport.recv(1 << 20, deadline)
+        chunk = self._transport.recv(max(want, 1), deadline)
         if not chunk:
             raise EOFError("the executor's output ended")
         self._buffer += chunk
 
     def _read_line(self, deadline: float) -> bytes:
+        searched = 0
         while True:
-            end = self._buffer.find(b"\n")
+            end = self._buffer.find(b"\n", searched)
             if end >= 0:
                 line = bytes(self._buffer[:end])
                 del self._buffer[: end + 1]
                 return line
-            self._fill(deadline)
+            searched = len(self._buffer)
+            if searched > MAX_HEADER_BYTES:
+                raise ProtocolViolation(f"a header line longer than {MAX_HEADER_BYTES} bytes")
+            self._fill(deadline, MAX_HEADER_BYTES + 1 - searched)
 
     def _read_exactly(self, size: int, deadline: float) -> bytes:
         while len(self._buffer) < size:
-            self._fill(deadline)
+            self._fill(deadline, min(size - len(self._buffer), 1 << 20))
         data = bytes(self._buffer[:size])
         del self._buffer[:size]
         return data
@@ -199,15 +253,23 @@ class ExecutorSandbox(ABC):
         env: Mapping[str, str] | None = None,
         max_output: int | None = None,
     ) -> ExecResult:
+        limit = max_output or self.limits.output_bytes
+        problem = _unrunnable(command, cwd, env)
+        if problem is not None:  # the policy's mistake, not the sandbox's: an ordinary failed command
+            return ExecResult(exit_code=127, stdout="", stderr=f"cannot start command: {problem}\n")
         request = {
             "op": "exec",
             "cmd": command,
             "timeout": timeout,
             "cwd": cwd,
             "env": dict(env) if env else None,
-            "max_output": max_output or self.limits.output_bytes,
+            "max_output": limit,
         }
-        reply, data = self._request(request, timeout=timeout)
+        self._running_command = True
+        try:
+            reply, data = self._request(request, timeout=timeout, max_reply=2 * limit + 2)
+        finally:
+            self._running_command = False
         out_size, out_head = reply["stdout_size"], reply["stdout_head"]
         err_head = reply["stderr_head"]
         out, err = data[:out_size], data[out_size:]
@@ -219,17 +281,65 @@ class ExecutorSandbox(ABC):
             duration=float(reply["duration"]),
             stdout_cut=int(reply["stdout_cut"]),
             stderr_cut=int(reply["stderr_cut"]),
+            interrupted=bool(reply["interrupted"]),
         )
+
+    def interrupt(self) -> bool:
+        """Stop the command being run (see `Sandbox.interrupt`); False when none is."""
+        if not self._running_command or not self.alive:
+            return False
+        try:
+            self._signal_executor(signal.SIGUSR1)
+        except (OSError, SandboxError):
+            return False
+        return True
 
     def kill_processes(self) -> int:
         """Kill every process that commands started, background daemons included; returns how many.
 
         The envs call this at submit, so nothing the agent left running can change the workspace later.
         """
-        return int(self._request({"op": "kill_all"})[0]["killed"])
+        reply = self._request({"op": "kill_all"})[0]
+        if reply["left"]:
+            self._die(f"{reply['left']} process(es) survived kill_all")
+        return int(reply["killed"])
 
-    def read_file(self, path: str) -> bytes:
-        return self._request({"op": "read", "path": path})[1]
+    def read_file(self, path: str, max_bytes: int = READ_MAX_BYTES) -> bytes:
+        """The file's bytes; `FileTooLargeError` when it holds more than ``max_bytes``."""
+        return self._request({"op": "read", "path": path, "max_bytes": max_bytes}, max_reply=max_bytes)[1]
+
+    def manifest(self, path: str, max_files: int = MANIFEST_MAX_FILES) -> list[list[Any]]:
+        """Every file and symbolic link under ``path`` (``.git`` directories left out), hashed by the
+        executor itself, so that no program the workspace could configure runs: ``[relative path, "f",
+        executable, size, sha256 or None]`` or ``[relative path, "l", target]``."""
+        _, data = self._request(
+            {"op": "manifest", "path": path, "max_files": max_files},
+            timeout=600,
+            max_reply=MANIFEST_MAX_BYTES,
+        )
+        try:
+            entries = json.loads(data)
+        except ValueError as error:
+            self._die(f"protocol violation during 'manifest': {error}")
+        if not isinstance(entries, list) or not all(_manifest_entry_ok(entry) for entry in entries):
+            self._die("protocol violation during 'manifest': malformed entries")
+        return entries
+
+    def get_files(
+        self, path: str, names: list[str], dest: str | Path, max_bytes: int = ARCHIVE_MAX_BYTES
+    ) -> Path:
+        """Copy the named files and symbolic links under ``path`` (relative names) into the host directory
+        ``dest``, links as links; returns ``dest``."""
+        _, data = self._request(
+            {"op": "get_files", "path": path, "names": names, "max_bytes": max_bytes},
+            timeout=600,
+            max_reply=max_bytes,
+        )
+        dest = Path(dest)
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
+            extract_safely(archive, dest, keep_links=True)
+        return dest
 
     def write_file(self, path: str, content: str | bytes, mode: int | None = None) -> None:
         data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
@@ -248,8 +358,8 @@ class ExecutorSandbox(ABC):
                 archive.add(source, arcname=source.name)
         self._request({"op": "put_tar", "dest": dest or self.workdir}, buffer.getvalue())
 
-    def download(self, path: str, dest: str | Path) -> Path:
-        _, data = self._request({"op": "get_tar", "path": path})
+    def download(self, path: str, dest: str | Path, max_bytes: int = ARCHIVE_MAX_BYTES) -> Path:
+        _, data = self._request({"op": "get_tar", "path": path, "max_bytes": max_bytes}, max_reply=max_bytes)
         dest = Path(dest)
         dest.mkdir(parents=True, exist_ok=True)
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as archive:
@@ -258,17 +368,51 @@ class ExecutorSandbox(ABC):
         return dest / top
 
 
-def extract_safely(archive: tarfile.TarFile, dest: Path) -> None:
+def _unrunnable(command: str, cwd: str | None, env: Mapping[str, str] | None) -> str | None:
+    """Why a command cannot be started at all (a NUL byte or a lone surrogate in it), or None."""
+    texts = [("the command", command), ("cwd", cwd or "")]
+    texts += [(f"environment variable {key!r}", f"{key}={value}") for key, value in (env or {}).items()]
+    for what, text in texts:
+        if not isinstance(text, str):
+            return f"{what} is not text"
+        if "\x00" in text:
+            return f"{what} contains a NUL byte (\\x00), which no program can receive"
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            return f"{what} contains {text[error.start]!r}, a lone surrogate that is not valid Unicode"
+    return None
+
+
+def _manifest_entry_ok(entry: Any) -> bool:
+    if not isinstance(entry, list) or len(entry) < 3 or not isinstance(entry[0], str):
+        return False
+    if entry[1] == "l":
+        return len(entry) == 3 and isinstance(entry[2], str)
+    return (
+        entry[1] == "f"
+        and len(entry) == 5
+        and isinstance(entry[2], bool)
+        and isinstance(entry[3], int)
+        and (entry[4] is None or isinstance(entry[4], str))
+    )
+
+
+def extract_safely(archive: tarfile.TarFile, dest: Path, keep_links: bool = False) -> None:
     """Extract an archive that came out of a sandbox: what the agent made must not reach outside ``dest``.
 
-    Links are dropped (a symlink to /etc/passwd or to the host's checkout must not be followed later), and so
-    are absolute names, ``..`` parts and device files.
+    Links are dropped (a symlink to /etc/passwd or to the host's checkout must not be followed later) unless
+    ``keep_links``, when symbolic links are made as links but never followed during the extraction; absolute
+    names, ``..`` parts, hard links and device files are always dropped.
     """
     root = dest.resolve()
     members = []
     for member in archive.getmembers():
         name = PurePosixPath(member.name)
         if name.is_absolute() or ".." in name.parts:
+            continue
+        if keep_links and member.issym():
+            members.append(member)
             continue
         if not (member.isfile() or member.isdir()):
             continue
@@ -284,6 +428,10 @@ def extract_safely(archive: tarfile.TarFile, dest: Path) -> None:
             target.mkdir(parents=True, exist_ok=True)
             continue
         if any(p.is_symlink() for p in [target, *target.parents] if p != root and root in p.parents):
+            continue
+        if member.issym():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(member.linkname, target)
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         source = archive.extractfile(member)

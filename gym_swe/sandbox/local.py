@@ -11,11 +11,13 @@ its pid namespace with it) ends everything the agent started, background process
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -58,6 +60,8 @@ class PipeTransport:
         self._write_fd = process.stdin.fileno()
         self._read_fd = process.stdout.fileno()
         self._process = process
+        self._early = b""  # bytes `pending` found
+        self._ended = False
 
     def send(self, data: bytes) -> None:
         view = memoryview(data)
@@ -66,6 +70,11 @@ class PipeTransport:
             view = view[written:]
 
     def recv(self, max_bytes: int, deadline: float | None) -> bytes:
+        if self._early:
+            data, self._early = self._early[:max_bytes], self._early[max_bytes:]
+            return data
+        if self._ended:
+            return b""
         while True:
             wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             ready, _, _ = select.select([self._read_fd], [], [], wait)
@@ -73,6 +82,15 @@ class PipeTransport:
                 return os.read(self._read_fd, max_bytes)
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError("no answer from the executor")
+
+    def pending(self) -> bool:
+        if self._early:
+            return True
+        if self._ended or not select.select([self._read_fd], [], [], 0)[0]:
+            return False
+        self._early = os.read(self._read_fd, 65536)
+        self._ended = not self._early  # end of stream: the request that follows reports it
+        return bool(self._early)
 
     def close(self) -> None:
         for stream in (self._process.stdin, self._process.stdout):
@@ -133,7 +151,6 @@ class LocalSandbox(ExecutorSandbox):
         self.rw_binds = dict(rw_binds or {})
         self.extra_env = dict(env or {})
         self._process: subprocess.Popen[bytes] | None = None
-        self._stderr_path: Path | None = None
         self._jail_pid: int | None = None  # the jail's pid 1, as the host sees it
         self._cgroup: JailCgroup | None = None
         if isolation == "bwrap" and shutil.which("bwrap") is None:
@@ -207,12 +224,14 @@ class LocalSandbox(ExecutorSandbox):
             "--new-session",
             "--unshare-all",
             "--unshare-user",  # required, not just tried: the uid map and --disable-userns depend on it
+            "--as-pid-1",  # the executor is the jail's init: the kernel shields it from its commands' signals
             *(["--share-net"] if self.network else []),
             "--uid", "1000", "--gid", "1000",
             "--cap-drop", "ALL",
             "--hostname", "sandbox",
             "--ro-bind", "/usr", "/usr",
             "--ro-bind", "/etc", "/etc",
+            *_etc_masks(),
         ]  # fmt: skip
         for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
             host = Path("/") / top
@@ -301,33 +320,44 @@ class LocalSandbox(ExecutorSandbox):
         else:
             argv = [python, "-S", "-u", str(EXECUTOR_PATH), json.dumps(config)]
             env = {**os.environ, **self._environment()}
-        self._stderr_path = self.host_dir / "jail.stderr"
         try:
-            with open(self._stderr_path, "wb") as stderr:
-                self._process = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=stderr,
-                    cwd=self.host_dir,
-                    env=env,
-                    pass_fds=pass_fds,
-                    start_new_session=True,  # its own process group: close() kills the group at once
-                )
+            # stderr is a pipe the host reads only when the jail dies (bwrap's and the executor's own
+            # errors, never a command's): nothing lands on the host's disk, and at most a pipe's worth.
+            self._process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.host_dir,
+                env=env,
+                pass_fds=pass_fds,
+                start_new_session=True,  # its own process group: close() kills the group at once
+            )
         finally:
             for fd in pass_fds:
                 os.close(fd)
+        assert self._process.stderr is not None
+        os.set_blocking(self._process.stderr.fileno(), False)
         if pass_fds:
             self._jail_pid = _read_jail_pid(info_read)
         return PipeTransport(self._process)
+
+    def _signal_executor(self, signum: int) -> None:
+        if self.isolation == "none" or self._jail_pid is None:
+            raise SandboxError("local sandbox: interrupting needs the jail (isolation='bwrap')")
+        os.kill(self._jail_pid, signum)  # the executor is the jail's pid 1
 
     def _death_details(self) -> str:
         parts = []
         if self._process is not None and self._process.poll() is not None:
             code = self._process.returncode
             parts.append(f"jail exited with {'signal ' + str(-code) if code < 0 else 'status ' + str(code)}")
-        if self._stderr_path is not None and self._stderr_path.exists():
-            tail = self._stderr_path.read_bytes()[-2000:].decode("utf-8", errors="replace").strip()
+        if self._process is not None and self._process.stderr is not None:
+            try:
+                data = self._process.stderr.read(65536) or b""
+            except (OSError, ValueError):
+                data = b""
+            tail = data[-2000:].decode("utf-8", errors="replace").strip()
             if tail:
                 parts.append(f"jail stderr: {tail}")
         return "; ".join(parts)
@@ -340,7 +370,7 @@ class LocalSandbox(ExecutorSandbox):
             except ProcessLookupError:
                 pass
             process.wait()
-            for pipe in (process.stdin, process.stdout):
+            for pipe in (process.stdin, process.stdout, process.stderr):
                 if pipe is not None:
                     pipe.close()
             if self.isolation == "none":
@@ -353,6 +383,42 @@ class LocalSandbox(ExecutorSandbox):
             self._cgroup = None
         if self.host_dir.exists():
             _remove_tree(self.host_dir)
+
+
+@functools.cache
+def _private_system_files(root: str = "/etc") -> tuple[tuple[str, bool], ...]:
+    """(path, is_dir) of what under ``root`` is not world-readable (/etc/shadow, /etc/ssl/private...), the
+    outermost of each subtree only. Found once per process (about 50 ms for a usual /etc)."""
+    found: list[tuple[str, bool]] = []
+    for directory, dirs, files in os.walk(root):
+        for name in list(dirs) + files:
+            path = os.path.join(directory, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if stat.S_ISLNK(mode):
+                continue
+            if stat.S_ISDIR(mode):
+                if mode & 0o005 != 0o005:
+                    found.append((path, True))
+                    dirs.remove(name)
+            elif not mode & 0o004:
+                found.append((path, False))
+    return tuple(found)
+
+
+def _etc_masks() -> list[str]:
+    """bwrap arguments that hide what in /etc only its owner (or group) may read. The jail's user is the
+    host's root for file ownership when gym_swe runs as root (bwrap maps the one uid it has), so without
+    these the owner's read bit would let it read them."""
+    argv: list[str] = []
+    for path, is_dir in _private_system_files():
+        if is_dir:
+            argv += ["--perms", "0755", "--tmpfs", path, "--remount-ro", path]
+        else:
+            argv += ["--ro-bind", "/dev/null", path]
+    return argv
 
 
 def _read_jail_pid(fd: int, seconds: float = 60.0) -> int | None:

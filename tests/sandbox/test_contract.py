@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from gym_swe.errors import SandboxCrashedError
 from gym_swe.sandbox import Limits, Sandbox, make_sandbox
 
 
@@ -162,10 +161,53 @@ def test_close_leaves_nothing_running(sandbox_backend: str) -> None:
         assert docker_client().containers.list(all=True, filters={"id": container_id}) == []
 
 
-def test_killing_the_executor_from_inside_ends_the_sandbox_with_a_reason(sandbox) -> None:
-    with pytest.raises(SandboxCrashedError) as raised:
-        sandbox.exec("kill -9 $PPID; sleep 5", timeout=30)
-    assert "sandbox died" in str(raised.value)
-    with pytest.raises(SandboxCrashedError):
-        sandbox.exec("echo again")
-    assert not sandbox.alive
+def test_commands_cannot_kill_stop_or_interrupt_the_executor(sandbox) -> None:
+    """The executor is the sandbox's pid 1: the kernel drops the signals its commands send it."""
+    result = sandbox.exec(
+        "for s in KILL STOP INT TERM HUP QUIT USR2; do kill -s $s 1; done; kill -9 $PPID; echo sent",
+        timeout=30,
+    )
+    assert result.stdout.strip() == "sent"
+    assert sandbox.exec("echo still-here").stdout == "still-here\n"
+    # SIGUSR1 is the host's interrupt: sent from inside, it interrupts the command that sent it, no more
+    assert sandbox.exec("kill -s USR1 1; sleep 5; echo after", timeout=30).interrupted
+    assert sandbox.exec("echo still-here").stdout == "still-here\n"
+    assert sandbox.alive
+
+
+def test_the_executor_shuts_commands_out_of_its_memory_and_pipes(sandbox) -> None:
+    """Non-dumpable: its /proc entries (memory, fds, environment) and ptrace are closed to commands."""
+    probe = (
+        "for p in mem environ maps fd/0 fd/1; do "
+        '(head -c 1 /proc/1/$p | grep -q . && echo "open $p") 2>/dev/null || echo "closed $p"; done; '
+        "(echo x > /proc/1/fd/1) 2>/dev/null && echo 'open write' || echo 'closed write'; "
+        "readlink /proc/1/fd/1 > /dev/null 2>&1 && echo 'open link' || echo 'closed link'"
+    )
+    lines = sandbox.exec(probe, timeout=30).stdout.split()
+    assert "open" not in lines, lines
+    assert lines.count("closed") == 7
+    assert sandbox.executor_info["protected"] is True
+    assert sandbox.exec("echo fine").stdout == "fine\n"
+
+
+def test_interrupt_stops_the_running_command_and_the_sandbox_goes_on(sandbox) -> None:
+    import threading
+    import time
+
+    assert sandbox.interrupt() is False  # nothing running
+    result: dict = {}
+    worker = threading.Thread(
+        target=lambda: result.update(r=sandbox.exec("echo start; sleep 60; echo never", timeout=120))
+    )
+    started = time.monotonic()
+    worker.start()
+    while not sandbox._running_command and time.monotonic() - started < 30:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    assert sandbox.interrupt() is True
+    worker.join(timeout=60)
+    assert not worker.is_alive()
+    assert result["r"].interrupted and not result["r"].timed_out and not result["r"].ok
+    assert result["r"].stdout == "start\n"
+    again = sandbox.exec("echo next")
+    assert again.stdout == "next\n" and not again.interrupted

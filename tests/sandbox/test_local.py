@@ -173,3 +173,26 @@ def test_gym_swe_itself_is_hidden_where_the_jail_would_show_it() -> None:
         assert box.exec(f"ls {checkout}/README.md").ok  # the bound directory is there...
         assert box.exec(f"ls -A {package}").stdout == ""  # ...but not gym_swe in it
         assert box.exec(f"cat {package}/tasks/data/codedebug_bundled.jsonl").exit_code != 0
+
+
+def test_cpu_quota_of_limits_cpus(tmp_path: Path) -> None:
+    """Where gym_swe makes cgroups (as root), a jail may use ``Limits.cpus`` cores' worth of time at once:
+    its processes sit in a cgroup whose CPU quota says so."""
+    if os.geteuid() != 0:
+        pytest.skip("jail cgroups need root")
+    with LocalSandbox(limits=Limits(cpus=0.5)) as box:
+        group = box._cgroup
+        assert group is not None
+        cpu = [d for d in group.directories if (d / "cpu.cfs_quota_us").exists() or (d / "cpu.max").exists()]
+        assert cpu, "no cpu controller in the jail's cgroups"
+        quota = (
+            (cpu[0] / "cpu.cfs_quota_us") if (cpu[0] / "cpu.cfs_quota_us").exists() else cpu[0] / "cpu.max"
+        )
+        assert quota.read_text().split()[0] == "50000"
+        box.exec("sleep 30 > /dev/null 2>&1 &")
+        assert len((cpu[0] / "cgroup.procs").read_text().split()) >= 2  # the executor and the sleep
+
+
+def test_the_jail_stderr_is_not_a_file_on_the_host(jail: LocalSandbox) -> None:
+    assert not list(jail.host_dir.glob("*stderr*"))
+    assert jail.exec("echo fine").stdout == "fine\n"
