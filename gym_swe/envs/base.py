@@ -26,6 +26,7 @@ import gymnasium
 from gym_swe.envs.spaces import CodeText
 from gym_swe.errors import ConfigError, GymSweError, SandboxError, unknown_name
 from gym_swe.grading.base import Grade, check_reward_mode
+from gym_swe.grading.changes import SubmissionRejected
 from gym_swe.sandbox import BACKENDS, Limits, Sandbox, make_sandbox
 from gym_swe.tasks.base import TaskSet
 from gym_swe.tools import DEFAULT_TOOLS, ParsedCalls, ToolBox, ToolCall, ToolResult, bound_text, make_toolbox
@@ -211,6 +212,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._done:
+            if self.task is None:
+                raise GymSweError("step() before reset(): call reset() first to start an episode")
             raise GymSweError("step() after the episode ended: call reset() first")
         started = time.monotonic()
         turn = Turn(
@@ -224,7 +227,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         for call in parsed.calls:
             try:
                 result = self.toolbox.run(self.sandbox, call)
-            except SandboxError as crash:
+            except SandboxError as crash:  # tools turn refusals into results: this is a dead sandbox
                 error = str(crash)
                 break
             turn.results.append(result)
@@ -282,7 +285,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         info["grade"] = grade.to_dict()
         info["reward_grade"] = self._reward_of(grade)
         if grade.error and error is None:
-            info["error"] = grade.error
+            info["error"] = grade.error  # the grader's failure; a rejected submission is no error
         self._close_sandbox()
         return info["reward_grade"]
 
@@ -404,6 +407,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
         try:
             self.sandbox.kill_processes()  # nothing the agent left running may change the workspace now
             return self._grade(self.task, self.sandbox)
+        except SubmissionRejected as rejected:
+            return Grade(tests=(), resolved=False, reward=0.0, rejection=str(rejected))
         except GymSweError as failure:
             return Grade(tests=(), resolved=False, reward=0.0, error=f"grading failed: {failure}")
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
+from dataclasses import replace
 from typing import Any
 
 from gym_swe.envs.base import ToolEnv, system_prompt
-from gym_swe.errors import ConfigError, unknown_name
+from gym_swe.errors import ConfigError, FileTooLargeError, unknown_name
 from gym_swe.grading.base import Grade
 from gym_swe.grading.functions import grade_function
 from gym_swe.sandbox import Sandbox
@@ -15,6 +17,7 @@ from gym_swe.tasks.functions import FunctionTask, load_function_tasks
 WORKDIR = "/workspace"
 SOLUTION = "solution.py"
 TEST_FILE = "test_solution.py"
+MAX_SOLUTION_BYTES = 1024 * 1024  # read into the host's memory: a function needs far less
 SHOW_TESTS = ("example", "full", "none")
 
 USER_PROMPT = """The function `{entry_point}` in {workdir}/{solution} has a bug: it does not do what its \
@@ -133,12 +136,16 @@ class CodeDebugEnv(ToolEnv):
 
     def _grade(self, task: FunctionTask, sandbox: Sandbox) -> Grade:
         try:
-            code = sandbox.read_file(f"{WORKDIR}/{SOLUTION}").decode("utf-8", errors="replace")
-        except (FileNotFoundError, IsADirectoryError):
-            code = ""  # deleted: every test fails on import
+            data = sandbox.read_file(f"{WORKDIR}/{SOLUTION}", max_bytes=MAX_SOLUTION_BYTES)
+            code = data.decode("utf-8", errors="replace")
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            code = ""  # deleted or made unreadable: every test fails on import
+        except FileTooLargeError:
+            reason = f"{SOLUTION} is larger than {MAX_SOLUTION_BYTES // 1024} KiB"
+            return Grade(tests=(), resolved=False, reward=0.0, rejection=reason)
         mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
         with self.new_sandbox(task) as grader:
-            return grade_function(
+            grade = grade_function(
                 grader,
                 task,
                 code,
@@ -146,3 +153,10 @@ class CodeDebugEnv(ToolEnv):
                 test_timeout=self.test_timeout,
                 total_timeout=self.grade_timeout,
             )
+        changes = difflib.unified_diff(
+            task.buggy_code.splitlines(keepends=True),
+            code.splitlines(keepends=True),
+            f"a/{SOLUTION}",
+            f"b/{SOLUTION}",
+        )
+        return replace(grade, diff="".join(changes))

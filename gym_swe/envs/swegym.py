@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gym_swe.envs.base import ToolEnv, system_prompt
 from gym_swe.errors import ConfigError, unknown_name
 from gym_swe.grading.base import Grade
-from gym_swe.grading.repository import agent_diff, grade_repository
+from gym_swe.grading.changes import manifest, take_diff
+from gym_swe.grading.diffs import protection_reason, split_diff
+from gym_swe.grading.repository import grade_repository, probe_environment
 from gym_swe.sandbox import Sandbox
 from gym_swe.sandbox.local import SOURCE_MODES
 from gym_swe.tasks.base import TaskSet
@@ -176,8 +179,24 @@ class SWEGymEnv(ToolEnv):
         return system_prompt(self.toolbox), user
 
     def _grade(self, task: SWETask, sandbox: Sandbox) -> Grade:
-        diff = agent_diff(sandbox, task.base_commit, WORKDIR)
-        return self.grade_diff(task, diff)
+        """The agent's changes are taken by comparing its workspace with the pristine one in the fresh grading
+        sandbox (manifests the executors compute; no git of the agent's runs), then graded there."""
+        mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
+        with self.new_sandbox(task) as grader:
+            environment = probe_environment(grader, WORKDIR)
+            pristine = manifest(grader, WORKDIR)
+            test_paths = {path for part in split_diff(task.test_patch) for path in part.paths}
+
+            def reason_to_drop(path: str, new: bool) -> str | None:
+                return protection_reason(path, test_paths, environment.shadowable, new=new)
+
+            taken = take_diff(sandbox, grader, pristine, WORKDIR, reason_to_drop)
+            grade = grade_repository(
+                grader, task, taken.diff, reward=mode, timeout=self.test_timeout, workdir=WORKDIR,
+                environment=environment, pristine=pristine,
+            )  # fmt: skip
+        dropped = "".join(f"\ndropped {path}: {reason}" for path, reason in taken.dropped)
+        return replace(grade, log=grade.log + dropped, diff=taken.diff)
 
     def grade_diff(self, task: SWETask, diff: str) -> Grade:
         """Grade a diff for ``task`` in a fresh sandbox (also what `gym-swe validate` runs)."""

@@ -42,9 +42,17 @@ class Grade:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Named lists of test names (SWE tasks: ``FAIL_TO_PASS``, ``PASS_TO_PASS``)."""
     error: str | None = None
-    """Why grading itself could not run (the tests did not get to fail); None when it ran."""
+    """Why the grader could not do its job (a sandbox that would not start, a task whose own tests do not
+    apply); None when it did. Not the agent's doing: a trainer may leave such an episode out."""
+    rejection: str | None = None
+    """Why the submission was rejected without a test verdict it could be trusted for (its code broke the
+    test run or its reporting, its diff does not apply, its solution file is too large): the agent's doing,
+    so the reward is 0 as for any failure, and this is never an ``error``."""
     log: str = ""
     """The test run's own output, for people and trainers; never shown to the agent."""
+    diff: str = ""
+    """What the agent changed, as graded: the repository diff that was applied (SWE), or the solution's diff
+    against the buggy function (CodeDebug). For people reading episodes (`gym-swe view`)."""
     duration: float = 0.0
 
     @property

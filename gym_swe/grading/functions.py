@@ -10,13 +10,15 @@ import json
 import time
 from pathlib import Path
 
-from gym_swe.grading.base import Grade, TestResult, reward_for
+from gym_swe.errors import GymSweError
+from gym_swe.grading.base import OUTCOMES, Grade, TestResult, reward_for
 from gym_swe.sandbox.base import Sandbox
 from gym_swe.tasks.functions import FunctionTask
 
 RUNNER_SOURCE = Path(__file__).with_name("function_runner.py").read_bytes()
 GRADER_DIR = "/tmp/gym_swe_grader"
 REPORT_PREFIX = "GYM_SWE_REPORT "
+MAX_LOG_BYTES = 64 * 1024
 
 
 def grade_function(
@@ -43,25 +45,35 @@ def grade_function(
     sandbox.write_file(solution_path, solution_code)
     sandbox.write_file(f"{GRADER_DIR}/runner.py", RUNNER_SOURCE)
     sandbox.write_file(f"{GRADER_DIR}/config.json", json.dumps(config))
+    # exec: no shell stays behind holding the runner's stdout, where the solution could write a report.
     run = sandbox.exec(
-        f"cd {GRADER_DIR} && python3 runner.py config.json",
+        f"cd {GRADER_DIR} && exec python3 runner.py config.json",
         timeout=total_timeout + 30,
         env={"TMPDIR": GRADER_DIR},
     )
     try:
-        log = sandbox.read_file(f"{GRADER_DIR}/log.txt").decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        log = ""
-    log = (log + run.stderr)[-20_000:]
+        log_text = sandbox.exec(f"tail -c {MAX_LOG_BYTES} {GRADER_DIR}/log.txt", timeout=30).stdout
+    except GymSweError:
+        log_text = ""
+    log = (log_text + run.stderr)[-20_000:]
     report = _report(run.stdout)
     if report is None:
+        # The runner is gym_swe's; the only other code in this fresh sandbox is the solution, which shares
+        # its uid: a runner that never reported was stopped by the solution (or ran out of time on it).
         reason = "timed out" if run.timed_out else f"exited with {run.exit_code}"
-        return _broken(f"the grading run {reason} without a report", log, start)
+        return _failed(f"the grading run {reason} without a report", log, start, rejection=True)
     if report.get("error"):
-        return _broken(f"grading failed: {report['error']}", log, start)
-    tests = tuple(TestResult(t["name"], t["outcome"], t.get("message", "")) for t in report["tests"])
+        return _failed(f"grading failed: {report['error']}", log, start)
+    try:
+        tests = tuple(
+            TestResult(str(t["name"]), str(t["outcome"]), str(t.get("message", ""))) for t in report["tests"]
+        )
+    except (KeyError, TypeError):
+        return _failed("the grading run's report is malformed", log, start, rejection=True)
+    if any(test.outcome not in OUTCOMES for test in tests):
+        return _failed("the grading run's report is malformed", log, start, rejection=True)
     if not tests:
-        return _broken("the hidden tests hold no assert to grade", log, start)
+        return _failed("the hidden tests hold no assert to grade", log, start)
     resolved = all(test.passed for test in tests)
     return Grade(
         tests=tests,
@@ -82,7 +94,14 @@ def _report(stdout: str) -> dict | None:
     return None
 
 
-def _broken(reason: str, log: str, start: float) -> Grade:
+def _failed(reason: str, log: str, start: float, rejection: bool = False) -> Grade:
+    """A grade without outcomes: the grader's failure (``error``) or the submission's (``rejection``)."""
     return Grade(
-        tests=(), resolved=False, reward=0.0, error=reason, log=log, duration=time.monotonic() - start
+        tests=(),
+        resolved=False,
+        reward=0.0,
+        error=None if rejection else reason,
+        rejection=reason if rejection else None,
+        log=log,
+        duration=time.monotonic() - start,
     )
