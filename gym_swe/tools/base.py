@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from gym_swe.errors import ToolError
+from gym_swe.errors import SandboxCrashedError, SandboxError, ToolError
 from gym_swe.sandbox.base import Sandbox
 
 
@@ -58,12 +58,17 @@ class Tool(ABC):
         }
 
     def __call__(self, sandbox: Sandbox, arguments: Mapping[str, Any] | None) -> ToolResult:
-        """Check ``arguments`` and run; argument and tool errors come back as a failed `ToolResult`."""
+        """Check ``arguments`` and run; argument and tool errors come back as a failed `ToolResult`, and so
+        does a request the sandbox refused (a path it cannot open, say). Only a crashed sandbox raises."""
         try:
             checked = check_arguments(self.name, self.parameters, arguments)
             return self.run(sandbox, **checked)
         except ToolError as error:
             return ToolResult(output=str(error), ok=False)
+        except SandboxCrashedError:
+            raise
+        except SandboxError as error:
+            return ToolResult(output=f"{self.name}: the sandbox refused the request: {error}", ok=False)
 
     @abstractmethod
     def run(self, sandbox: Sandbox, **arguments: Any) -> ToolResult:
@@ -124,6 +129,15 @@ def check_arguments(tool: str, parameters: Mapping[str, Any], arguments: Any) ->
     return checked
 
 
+def _lone_surrogate(text: str) -> str | None:
+    """The first lone surrogate in ``text`` (what a JSON "\\ud800" decodes to), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return text[error.start]
+    return None
+
+
 def _coerce(tool: str, key: str, spec: Mapping[str, Any], value: Any) -> Any:
     kind = spec.get("type")
     original = value
@@ -155,6 +169,11 @@ def _coerce(tool: str, key: str, spec: Mapping[str, Any], value: Any) -> Any:
             value = [_coerce(tool, f"{key}[{i}]", spec["items"], item) for i, item in enumerate(value)]
     elif kind == "string":
         ok = isinstance(value, str)
+        if ok and (bad := _lone_surrogate(value)) is not None:
+            raise ToolError(
+                f"{tool}: argument {key!r} holds {bad!r}, a lone surrogate: not a character, and no file or "
+                "command can hold it. Write the character itself (or its \\uXXXX pair)."
+            )
     else:
         ok = True
     if not ok:

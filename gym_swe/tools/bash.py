@@ -54,6 +54,8 @@ class BashTool(Tool):
         notes = []
         if result.timed_out:
             notes.append(f"[the command timed out after {seconds} s and was killed]")
+        elif result.interrupted:
+            notes.append("[the command was interrupted]")
         elif result.exit_code != 0:
             notes.append(f"[exit code {result.exit_code}]")
         if not text and not notes:

@@ -90,7 +90,8 @@ _EXAMPLES = {
     "hermes": '<tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call>',
     "qwen3_coder": "<tool_call>\n<function=bash>\n<parameter=command>\nls\n</parameter>\n</function>\n"
     "</tool_call>",
-    "llama3_json": '{"name": "bash", "parameters": {"command": "ls"}}',
+    # "parameters" is Llama's own key and is read too; the hint teaches what the system prompt teaches.
+    "llama3_json": '{"name": "bash", "arguments": {"command": "ls"}}',
     "python_tag": '<|python_tag|>bash.call(command="ls")',
     "mistral": '[TOOL_CALLS][{"name": "bash", "arguments": {"command": "ls"}}]',
     "mistral_args": '[TOOL_CALLS]bash[ARGS]{"command": "ls"}',
@@ -977,11 +978,12 @@ def _finish(
 def _parse_text(text: str, known: list[str] | None) -> ParsedCalls:
     extra: list[ParseError] = []
     if len(text) > _MAX_CHARS:
+        # Cutting it would report a call cut in two as "not closed": say what is wrong instead.
         message = (
-            f"The message has {len(text)} characters; only the first {_MAX_CHARS} were searched for calls."
+            f"The message has {len(text)} characters, more than the {_MAX_CHARS} a turn may have, so none of "
+            "its tool calls were run. Keep each message shorter: write a large file in several calls."
         )
-        extra.append(ParseError(message, _snippet(text[_MAX_CHARS:])))
-        text = text[:_MAX_CHARS]
+        return ParsedCalls((), (ParseError(message, _snippet(text[:_SNIPPET_CHARS])),), "")
     visible, reasoning, unclosed = _split_reasoning(text)
     visible = work = _strip_stop_tokens(visible)
     found: list[_Found] = []

@@ -693,7 +693,7 @@ ERROR_CASES = [
         "llama-json-truncated",
         '{"name": "bash", "parameters": {"command": "pytest -q"}',
         [],
-        ["Could not parse the JSON tool call", '{"name": "bash", "parameters": {"command": "ls"}}'],
+        ["Could not parse the JSON tool call", '{"name": "bash", "arguments": {"command": "ls"}}'],
     ),
     case(
         "llama-parameters-not-object",
@@ -849,10 +849,14 @@ def test_non_str_input_is_an_error_not_an_exception(value: Any) -> None:
     assert "Expected the model output as text (str)" in result.errors[0].message
 
 
-def test_oversized_message_is_searched_up_to_the_cap() -> None:
-    result = parse_tool_calls(f"<tool_call>{LS_CALL}</tool_call>" + "x" * 1_100_000)
-    assert result.calls == (C("bash", {"command": "ls"}, "hermes"),)
-    assert "only the first 1000000 were searched" in result.errors[0].message
+def test_an_oversized_message_runs_nothing_and_says_why() -> None:
+    """Cut at the cap, a call across it would read as "not closed": the model hears the real problem."""
+    big = "<tool_call>" + json.dumps({"name": "bash", "arguments": {"command": "echo " + "x" * 5_000_000}})
+    result = parse_tool_calls(big + "</tool_call>")
+    assert result.calls == ()
+    assert len(result.errors) == 1
+    message = result.errors[0].message
+    assert "more than the 1000000 a turn may have" in message and "not closed" not in message
 
 
 PATHOLOGICAL = {
