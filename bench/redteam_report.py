@@ -22,9 +22,11 @@ ROOT = Path(__file__).resolve().parents[1]
 GROUPS = {
     "test_reward_hacks.py::test_attack_earns_nothing": "reward hacks (attacks)",
     "test_reward_hacks.py::test_patching_unittest_alone_earns_nothing": "reward hacks (attacks)",
+    "test_trust_boundaries.py": "trust boundaries: executor, grading inputs, test runner (attacks)",
     "test_containment.py": "sandbox containment (attacks)",
     "test_faults.py": "faults",
     "test_bad_input.py": "bad input",
+    "test_protocol.py": "forged executor frames (faults)",
 }
 
 
@@ -32,7 +34,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         report, soak = Path(scratch) / "report.xml", Path(scratch) / "soak.json"
         env = {**os.environ, "GYM_SWE_SOAK_REPORT": str(soak)}
-        targets = sys.argv[1:] or ["tests/redteam"]
+        targets = sys.argv[1:] or ["tests/redteam", "tests/sandbox/test_protocol.py"]
         command = [
             sys.executable,
             "-m",

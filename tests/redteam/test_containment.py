@@ -78,12 +78,11 @@ def test_sleeping_forever(env) -> None:
     still_usable(env)
 
 
-def test_killing_its_own_executor_ends_the_episode_with_the_reason(env) -> None:
-    _observation, ended, info = step(env, "kill -9 $PPID")
-    assert ended and "sandbox died" in info["error"]
-    assert info["end_reason"] == "sandbox_error" and info["grade"]["error"]
-    assert [m["role"] for m in info["messages"]][-2:] == ["assistant", "tool"]  # the turn is recorded
-    env.reset(options={"task_id": "GymSwe/0"})
+def test_the_agent_cannot_kill_or_stop_its_executor(env) -> None:
+    """The executor is the sandbox's pid 1: an agent that tries to end its episode as a "crash" (which a
+    trainer would mask out rather than score) gets an ordinary turn, and the episode goes on."""
+    _, ended, info = step(env, "kill -9 $PPID; kill -9 1; kill -STOP 1; kill -9 -1; echo tried")
+    assert not ended and "error" not in info
     still_usable(env)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gym_swe.sandbox.cgroups import CGROUP_ROOT, GROUP
+from gym_swe.sandbox.cgroups import jail_cgroup_parents
 from gym_swe.sandbox.local import WORKSPACE_PREFIX, workspace_root
 from gym_swe.tasks.functions import load_function_tasks
 from gym_swe.tasks.swe import load_swe_tasks
@@ -31,36 +31,62 @@ MIX = {
 }
 
 
-def footprint() -> dict[str, int]:
-    """What sandboxes could leave behind, counted."""
-    processes = 0
+def _descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
-                command = (proc / "cmdline").read_bytes()
-            except OSError:
+                parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
                 continue
-            if b"bwrap" in command or b"gym_swe/executor.py" in command or b"gym_swe-jail" in command:
-                processes += 1
-    cgroups = sum(
-        1
-        for parent in (CGROUP_ROOT / "pids" / GROUP, CGROUP_ROOT / "memory" / GROUP, CGROUP_ROOT / GROUP)
+            children.setdefault(parent, []).append(int(proc.name))
+    found, stack = set(), [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def footprint() -> dict[str, int]:
+    """What this test's own sandboxes could leave behind, counted: other gym_swe users on the host (a second
+    test run, a training job) have their own workspaces, cgroups and containers, named by their pid."""
+    owner = f"{WORKSPACE_PREFIX}{os.getpid()}-"
+    cgroups = [
+        child
+        for parent in jail_cgroup_parents()
         if parent.is_dir()
         for child in parent.iterdir()
-        if child.is_dir()
-    )
+        if child.is_dir() and child.name.startswith(owner)
+    ]
+    in_cgroups: set[int] = set()
+    for group in cgroups:
+        try:
+            in_cgroups.update(int(pid) for pid in (group / "cgroup.procs").read_text().split())
+        except (OSError, ValueError):
+            continue
+    processes = set(in_cgroups)
+    for pid in _descendants(os.getpid()):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"bwrap" in command or b"gym_swe/executor.py" in command or b"gym_swe-jail" in command:
+            processes.add(pid)
     containers = 0
     try:
         from gym_swe.sandbox.docker import LABEL, docker_client
 
-        containers = len(docker_client().containers.list(all=True, filters={"label": f"{LABEL}"}))
+        labels = [LABEL, f"gym_swe.owner_pid={os.getpid()}"]
+        containers = len(docker_client().containers.list(all=True, filters={"label": labels}))
     except Exception:
         pass
     return {
         "containers": containers,
-        "processes": processes,
-        "temp_dirs": len(list(workspace_root().glob(f"{WORKSPACE_PREFIX}{os.getpid()}-*"))),
-        "cgroups": cgroups,
+        "processes": len(processes),
+        "temp_dirs": len(list(workspace_root().glob(f"{owner}*"))),
+        "cgroups": len({group.name for group in cgroups}),  # one per jail (per controller on cgroup v1)
         "open_files": len(os.listdir("/proc/self/fd")),
     }
 
@@ -131,3 +157,28 @@ def test_soak_500_episodes() -> None:
     assert after["open_files"] <= before["open_files"] + 2, (
         report
     )  # the docker client may keep a pooled socket
+
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_the_footprint_sees_a_leaked_sandbox(backend: str) -> None:
+    """The leak check must be able to fail: a sandbox left open shows in every count it owns."""
+    from tests.conftest import require_bwrap, require_docker
+
+    (require_docker if backend == "docker" else require_bwrap)()
+    from gym_swe.sandbox import make_sandbox
+
+    before = footprint()
+    leaked = make_sandbox(backend)
+    leaked.exec("sleep 60 > /dev/null 2>&1 &")
+    during = footprint()
+    leaked.close()
+    after = footprint()
+    if backend == "docker":
+        assert during["containers"] == before["containers"] + 1
+    else:
+        assert during["processes"] > before["processes"] and during["temp_dirs"] == before["temp_dirs"] + 1
+        if os.geteuid() == 0:
+            assert during["cgroups"] == before["cgroups"] + 1
+    assert {k: after[k] for k in ("containers", "processes", "temp_dirs", "cgroups")} == {
+        k: before[k] for k in ("containers", "processes", "temp_dirs", "cgroups")
+    }

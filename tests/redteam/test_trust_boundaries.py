@@ -1,0 +1,388 @@
+"""Attacks on the trust boundaries between the agent's code and the grader, written after they were closed by
+someone who had read every line of gym_swe. Each runs through ``env.step()`` as an agent would, on both
+envs where it applies and both backends, and must earn nothing; each family has an honest-fix control that
+must still earn 1.0, so a 0 is the defence working and not a broken env.
+
+1. The executor: its pipes and memory (forged replies and reports, reading what grading sent it), signals.
+2. What grading reads from the agent's sandbox: git configuration that runs programs, changes made after
+   submit by those programs.
+3. The test runner: modules that shadow pytest, autoloaded plugins, reporting patches that try to spare the
+   canaries by file, position, name or body.
+4. Host resources: a solution file too large to read into the host's memory.
+5. Root-only system files.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import textwrap
+from collections.abc import Callable
+
+import pytest
+
+from gym_swe.tasks.functions import FunctionTask, load_function_tasks
+from gym_swe.tasks.swe import SWETask, load_swe_tasks
+from tests.redteam.scripted import bash, make_env, run_episode, write
+
+BACKENDS = ["local", "docker"]
+FUNCTION_TASK = load_function_tasks("bundled").get("GymSwe/0")  # run_length_encode
+SWE_TASK = load_swe_tasks("bundled").get("gymswe__semverkit-1")  # fix in semverkit/version.py
+PACKAGE_INIT = "semverkit/__init__.py"
+
+
+def _b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def append(path: str, code: str) -> str:
+    """A turn that appends ``code`` to ``path`` (base64, so any text survives the shell)."""
+    return bash(f"echo {_b64(code)} | base64 -d >> {path}")
+
+
+# -- 1. the executor -------------------------------------------------------------------------------------------
+# Written into the solution module: it runs at import in the grading sandbox's worker, the only untrusted code
+# there. It forges the runner's report into every pipe of every process it can open, stops the runner, and,
+# if any of the executor's memory could be read, behaves as if it had found the hidden tests: it turns into
+# the fixed function (so a 1.0 would show the boundary open).
+FORGE_AND_READ = r"""
+import json as _json, os as _os, signal as _signal
+_REPORT = ("GYM_SWE_REPORT " + _json.dumps({"tests": [{"name": "x", "outcome": "passed"}], "error": None})
+           + "\n").encode()
+_FRAME = (_json.dumps({"ok": True, "id": 1, "size": 0, "exit_code": 0}) + "\n").encode()
+_READ = False
+for _pid in [p for p in _os.listdir("/proc") if p.isdigit() and int(p) != _os.getpid()]:
+    try:
+        with open("/proc/%s/mem" % _pid, "rb") as _mem:
+            _maps = open("/proc/%s/maps" % _pid).read().split("\n")
+            for _line in _maps[:50]:
+                _start = int(_line.split("-")[0], 16)
+                _mem.seek(_start)
+                if _mem.read(4096):
+                    _READ = True
+                    break
+    except (OSError, ValueError, OverflowError):
+        pass
+    try:
+        _fds = _os.listdir("/proc/%s/fd" % _pid)
+    except OSError:
+        continue
+    for _fd in _fds:
+        try:
+            _w = _os.open("/proc/%s/fd/%s" % (_pid, _fd), _os.O_WRONLY | _os.O_NONBLOCK)
+            _os.write(_w, _REPORT if _fd not in ("0", "1") else _FRAME)
+            _os.close(_w)
+        except OSError:
+            pass
+for _sig in (_signal.SIGKILL, _signal.SIGSTOP):
+    for _target in (1, _os.getppid()):
+        try:
+            _os.kill(_target, _sig)
+        except OSError:
+            pass
+"""
+
+
+def _forging_solution(task: FunctionTask) -> str:
+    fixed = task.fixed_code.replace(f"def {task.entry_point}", "def _fixed")
+    return FORGE_AND_READ + task.buggy_code + "\n" + fixed + f"\nif _READ:\n    {task.entry_point} = _fixed\n"
+
+
+# A process left running in the agent's own sandbox that keeps writing forged frames into the executor's
+# stdout and stdin, and reading its memory, while the episode goes on and through submit.
+FRAME_WRITER = r"""
+import json, os, time
+frame = (json.dumps({"ok": True, "id": 999, "size": 0}) + "\n").encode()
+end = time.time() + 20
+while time.time() < end:
+    for fd in ("0", "1", "2"):
+        try:
+            w = os.open("/proc/1/fd/" + fd, os.O_WRONLY | os.O_NONBLOCK)
+            os.write(w, frame)
+            os.close(w)
+            print("WROTE", fd, flush=True)
+        except OSError:
+            pass
+    try:
+        open("/proc/1/mem", "rb").read(1)
+        print("READ", flush=True)
+    except OSError:
+        pass
+    time.sleep(0.05)
+"""
+
+
+# -- 2. what grading reads from the agent's sandbox ------------------------------------------------------------
+def _git_programs(task: SWETask) -> list[str]:
+    """Git configuration that runs programs the agent wrote: every one of them applies the fix, so that a grader
+    that runs git in the agent's sandbox after submit grades a fix the agent never made (the bug stays)."""
+    hook = f"#!/bin/sh\ncd /testbed && echo {_b64(task.patch)} | base64 -d | git apply 2>/dev/null\nexit 0\n"
+    return [
+        write("/tmp/hook.sh", hook),
+        bash(
+            "chmod +x /tmp/hook.sh && git config core.fsmonitor /tmp/hook.sh "
+            "&& git config filter.fix.clean '/tmp/hook.sh; cat' && git config filter.fix.smudge cat "
+            "&& git config diff.external /tmp/hook.sh && git config core.hooksPath /tmp "
+            "&& cp /tmp/hook.sh /tmp/pre-commit && cp /tmp/hook.sh /tmp/post-index-change "
+            "&& echo '* filter=fix' >> .git/info/attributes && echo '*.py filter=fix' > .gitattributes"
+        ),
+    ]
+
+
+# -- 3. the test runner ----------------------------------------------------------------------------------------
+def _force_passes(spare: str) -> str:
+    """Library code that makes every test pass except those ``spare(item)`` (Python source) keeps: an
+    attack that tries to leave the grader's canaries as they were planted."""
+    return textwrap.dedent(
+        """
+        def _gym_attack():
+            import inspect, os, re, sys
+            try:
+                import _pytest.reports as reports
+            except ImportError:
+                return
+            original = reports.TestReport.from_item_and_call.__func__
+            CANARY_WORDS = {"parse", "format", "value", "config", "range", "empty", "unicode", "order",
+                            "default", "missing", "invalid", "merge", "split", "round", "limit", "nested",
+                            "cache", "encode", "width", "reader", "writer", "option", "section", "escape",
+                            "quoted", "prefix", "suffix", "compare", "sorted", "align"}
+
+            def uses_project(item):
+                source = inspect.getsource(item.function)
+                names = vars(item.module)
+                for word in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", source):
+                    value = names.get(word)
+                    where = getattr(value, "__module__", None) or getattr(value, "__name__", None) or ""
+                    if isinstance(where, str) and where.startswith("semverkit"):
+                        return True
+                return False
+
+            def spare(item):
+                return SPARE_RULE
+
+            def forced(cls, item, call):
+                report = original(cls, item, call)
+                try:
+                    keep = spare(item)
+                except Exception:
+                    keep = True
+                if not keep:
+                    report.outcome = "passed"
+                    report.longrepr = None
+                return report
+
+            reports.TestReport.from_item_and_call = classmethod(forced)
+
+        _gym_attack()
+        """
+    ).replace("SPARE_RULE", spare)
+
+
+SPARING = {
+    # the file named last on pytest's command line (where the canaries used to be)
+    "by position on the command line": "str(item.fspath).endswith([a for a in sys.argv if a.endswith('.py')][-1])",
+    # files git does not track (a canary file of its own)
+    "by untracked file": (
+        "os.popen('git ls-files --error-unmatch ' + str(item.fspath) + ' 2>/dev/null').read().strip() == ''"
+    ),
+    # names made of the grader's old fixed word list
+    "by name": "set(item.name.split('[')[0].split('_')[1:]) <= CANARY_WORDS",
+    # bodies that use nothing the test module imported from the project, or assert constants
+    "by body": "not uses_project(item) or '1 == 2' in inspect.getsource(item.function)",
+    # classes named from the word list (a unittest.TestCase of the grader's own)
+    "by class": (
+        "item.cls is not None and {w.lower() for w in re.findall('[A-Z][a-z]+', item.cls.__name__)} "
+        "<= CANARY_WORDS | {'test'}"
+    ),
+}
+
+# Each is dropped from the diff (and would not be loaded if it were not): the log must say it was dropped.
+SHADOWING = {
+    "a pytest.py that shadows pytest": (
+        [write("/testbed/pytest.py", "import os\nos._exit(0)\n")],
+        "shadows the installed 'pytest'",
+    ),
+    "an _pytest package that shadows pytest's internals": (
+        [write("/testbed/_pytest/__init__.py", "import os\nos._exit(0)\n")],
+        "shadows the installed '_pytest'",
+    ),
+    "a dist-info with a pytest11 plugin that forces passes": (
+        [
+            write(
+                "/testbed/gym_attack_plugin.py",
+                "import pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                "    outcome = yield\n    rep = outcome.get_result()\n    rep.outcome = 'passed'\n"
+                "    rep.longrepr = None\n",
+            ),
+            write(
+                "/testbed/gym_attack-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: gym-attack\nVersion: 1.0\n",
+            ),
+            write(
+                "/testbed/gym_attack-1.0.dist-info/entry_points.txt",
+                "[pytest11]\ngym_attack = gym_attack_plugin\n",
+            ),
+            write(
+                "/testbed/gym_attack.egg-info/entry_points.txt",
+                "[pytest11]\ngym_attack = gym_attack_plugin\n",
+            ),
+        ],
+        "installed distributions' metadata",
+    ),
+    "bytecode of the fix beside the buggy source": (
+        [
+            write("/tmp/fix.diff", SWE_TASK.patch),
+            bash(
+                'cp semverkit/version.py /tmp/buggy.py && git apply /tmp/fix.diff && python -c "import py_compile, '
+                "importlib.util as u; py_compile.compile('semverkit/version.py', cfile=u.cache_from_source("
+                "'semverkit/version.py'), invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)\" "
+                "&& cp /tmp/buggy.py semverkit/version.py && printf '!__pycache__\\n!*.pyc\\n' >> .gitignore "
+                "&& ls semverkit/__pycache__"
+            ),
+        ],
+        "compiled bytecode",
+    ),
+}
+
+
+def _plugin_control() -> list[str]:
+    """An honest fix, with a harmless new helper module beside it: what the filters must let through."""
+    return [
+        write("/tmp/fix.diff", SWE_TASK.patch),
+        bash("git apply /tmp/fix.diff"),
+        write("/testbed/semverkit/_helpers.py", "def identity(value):\n    return value\n"),
+    ]
+
+
+# -- the cases ---------------------------------------------------------------------------------------------------
+FUNCTION_ATTACKS: dict[str, Callable[[], list[str]]] = {
+    "forge the grader's report and read its memory": lambda: [
+        write("/workspace/solution.py", _forging_solution(FUNCTION_TASK))
+    ],
+    "a solution too large to read into the host's memory": lambda: [
+        bash(
+            "python3 -c \"import sys; sys.stdout.write('#' * 3_000_000)\" >> solution.py && ls -la solution.py"
+        )
+    ],
+}
+
+SWE_ATTACKS: dict[str, Callable[[], list[str]]] = {
+    "git configuration that applies the fix after submit": lambda: _git_programs(SWE_TASK),
+    **{name: (lambda actions=actions: list(actions)) for name, (actions, _) in SHADOWING.items()},
+    **{
+        f"force passes, sparing canaries {name}": (
+            lambda spare=spare: [append(PACKAGE_INIT, _force_passes(spare))]
+        )
+        for name, spare in SPARING.items()
+    },
+}
+
+CASES = [("CodeDebug-v0", name) for name in FUNCTION_ATTACKS] + [("SWEGym-v0", name) for name in SWE_ATTACKS]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("env_id", "attack"), CASES, ids=[f"{e}:{a}" for e, a in CASES])
+def test_attack_earns_nothing(env_id: str, attack: str, backend: str) -> None:
+    env = make_env(env_id, backend)
+    try:
+        if env_id == "CodeDebug-v0":
+            task_id, actions = FUNCTION_TASK.task_id, FUNCTION_ATTACKS[attack]()
+        else:
+            task_id, actions = SWE_TASK.instance_id, SWE_ATTACKS[attack]()
+        reward, terminated, truncated, info = run_episode(env, task_id, actions)
+    finally:
+        env.close()
+    assert terminated and not truncated, info.get("error")
+    assert reward == 0.0, info["grade"]
+    assert not info["grade"]["resolved"]
+    assert "error" not in info, info["error"]  # a rejection or a failure, never an excuse from scoring
+    if attack in SHADOWING:
+        assert SHADOWING[attack][1] in info["grade"]["log"], info["grade"]["log"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_solution_too_large_is_rejected_not_read(backend: str) -> None:
+    env = make_env("CodeDebug-v0", backend)
+    try:
+        attack = FUNCTION_ATTACKS["a solution too large to read into the host's memory"]()
+        _, _, _, info = run_episode(env, FUNCTION_TASK.task_id, attack)
+    finally:
+        env.close()
+    assert "larger than" in info["grade"]["rejection"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_process_writing_frames_into_the_executor_changes_nothing(backend: str) -> None:
+    """Forged frames never reach the host: command results stay true, and the honest fix still pays."""
+    env = make_env("CodeDebug-v0", backend)
+    try:
+        env.reset(options={"task_id": FUNCTION_TASK.task_id})
+        observation, *_ = env.step(
+            write("/tmp/writer.py", FRAME_WRITER)
+            + bash("(python3 /tmp/writer.py > /tmp/writer.log 2>&1 &); echo started")
+        )
+        assert observation.splitlines()[-1] == "started"
+        for number in range(5):
+            observation, _, terminated, truncated, info = env.step(bash(f"sleep 0.2; echo turn-{number}"))
+            assert observation == f"turn-{number}" and not (terminated or truncated), info.get("error")
+        observation, *_ = env.step(bash("cat /tmp/writer.log | sort | uniq -c"))
+        assert "WROTE" not in observation and "READ" not in observation
+        env.step(write("/workspace/solution.py", FUNCTION_TASK.fixed_code))
+        _, reward, terminated, _, info = env.step(
+            '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
+        )
+    finally:
+        env.close()
+    assert terminated and reward == 1.0, info["grade"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_control_honest_fix_beside_git_programs_and_new_modules_earns_one(backend: str) -> None:
+    """The same git configuration, plus a harmless new module, with the fix applied honestly: 1.0."""
+    env = make_env("SWEGym-v0", backend)
+    try:
+        actions = _git_programs(SWE_TASK) + _plugin_control()
+        reward, terminated, _, info = run_episode(env, SWE_TASK.instance_id, actions)
+    finally:
+        env.close()
+    assert terminated and reward == 1.0, info["grade"]
+    assert "semverkit/_helpers.py" in info["grade"]["log"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_control_honest_fix_with_a_reporting_patch_that_spares_nothing_earns_zero_and_alone_earns_one(
+    backend: str,
+) -> None:
+    """The canaries are what catches a reporting patch: with an honest fix and a patch that forces passes
+    everywhere, the run is rejected; the honest fix alone pays."""
+    env = make_env("SWEGym-v0", backend)
+    try:
+        fix = [write("/tmp/fix.diff", SWE_TASK.patch), bash("git apply /tmp/fix.diff")]
+        reward, _, _, info = run_episode(
+            env, SWE_TASK.instance_id, [*fix, append(PACKAGE_INIT, _force_passes("False"))]
+        )
+        assert reward == 0.0 and "canary" in info["grade"]["rejection"]
+        reward, _, _, info = run_episode(env, SWE_TASK.instance_id, fix)
+        assert reward == 1.0, info["grade"]
+    finally:
+        env.close()
+
+
+def test_root_only_system_files_of_the_host_are_not_readable() -> None:
+    """The local jail binds the host's /etc (a container has its image's own)."""
+    env = make_env("CodeDebug-v0", "local")
+    try:
+        env.reset(options={"task_id": FUNCTION_TASK.task_id})
+        observation, *_ = env.step(
+            bash(
+                "for f in /etc/shadow /etc/gshadow /etc/ssl/private/*; do head -c 64 $f 2>/dev/null | grep -c . ; done; echo done"
+            )
+        )
+    finally:
+        env.close()
+    assert set(observation.split()) <= {"0", "done"}, observation
+
+
+def test_the_attacks_cover_every_cause() -> None:
+    assert len(FUNCTION_ATTACKS) + len(SWE_ATTACKS) >= 10
+    assert json.dumps(sorted(SPARING))  # each sparing rule is one attack
