@@ -6,11 +6,12 @@
                                                    gold fix -> resolved, no fix -> not, for every task
     gym-swe prepare --tasks SRC                    checkouts and environments for local SWE sandboxes
     gym-swe eval --env ENV --generator hf|vllm|vllm-server|openai-chat --model M [-n 4] [--out PATH]
-    gym-swe view trajectories.jsonl [-o PAGE.html]
+    gym-swe view trajectories.jsonl [-o PAGE.html] [--outcome resolved|unresolved|failed] [--min-reward R]
     gym-swe images build [--method auto|debootstrap|python] [--name NAME] [--force] [--tasks SRC]
     gym-swe sandbox prune [--all]
 
-Each subcommand imports what it needs when it runs, so ``gym-swe --help`` is instant.
+Each subcommand imports what it needs when it runs, so ``gym-swe --help`` is instant; its ``--help`` shows
+the defaults and examples. Errors gym_swe raises on purpose are one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
-from gym_swe.errors import GymSweError
+from gym_swe.errors import ConfigError, GymSweError, unknown_name
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -105,50 +107,183 @@ def _envs(args: argparse.Namespace) -> int:
     return 0
 
 
-PLAY_HELP = """Type a tool call as the model would write it (for example
-  <tool_call>{"name": "str_replace_editor",
-              "arguments": {"command": "view", "path": "/workspace/solution.py"}}</tool_call>
-or {"name": ..., "arguments": ...} on one line), or a plain shell command as a shortcut for bash.
-`submit` submits, `/help` shows this, `/quit` ends without grading."""
+PLAY_HELP = """Type a tool call as the model would write it, on one line or pasted over several, e.g.
+  <tool_call>{{"name": "str_replace_editor",
+              "arguments": {{"command": "view", "path": "{path}"}}}}</tool_call>
+or {{"name": "bash", "arguments": {{"command": "ls"}}}}, or a plain shell command as a shortcut for bash.
+`submit` submits for grading, `/help` shows this, `/quit` (or Ctrl-D) ends without grading.
+{ctrl_c}"""
+CTRL_C = {
+    True: "Ctrl-C stops a running command; the game goes on.",
+    False: "Ctrl-C does not end the game; a running command ends when it is done or at its timeout.",
+}
+
+# An entry that opens one of these is read until it closes: a call pasted over lines is one action.
+_CLOSING = {
+    "<tool_call>": "</tool_call>",
+    "<function=": "</function>",
+    "<tool_code>": "</tool_code>",
+    "```": "```",
+}
+
+
+def _complete(text: str) -> bool:
+    """Whether a typed entry is a whole action (a multi-line tool call is read until it closes)."""
+    text = text.strip()
+    for opening, closing in _CLOSING.items():
+        if text.startswith(opening):
+            return closing in text[len(opening) :]
+    if not text.startswith(("{", "[")):
+        return True
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if escaped:
+            escaped = False
+        elif in_string and char == "\\":
+            escaped = True
+        elif char == '"':
+            in_string = not in_string
+        elif not in_string and char in "{[":
+            depth += 1
+        elif not in_string and char in "}]":
+            depth -= 1
+    return depth <= 0
+
+
+def _read_entry(prompt: str) -> str:
+    """One entry from the terminal: a line, or the lines of a pasted tool call up to its end (an empty line
+    ends it early). Raises EOFError at the end of input."""
+    lines = [input(prompt)]
+    while not _complete("\n".join(lines)):
+        try:
+            line = input("... ")
+        except EOFError:
+            break
+        if not line.strip():
+            break
+        lines.append(line)
+    return "\n".join(lines).strip()
+
+
+def _action(entry: str) -> str:
+    """What the env gets for a typed entry: tool calls as typed, a bare JSON call in <tool_call> tags (the
+    format the prompt shows, so a parse error's hint matches it), anything else as a bash command."""
+    import json
+
+    if entry == "submit":
+        return '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
+    if entry.startswith("{"):
+        return f"<tool_call>{entry}</tool_call>"
+    if entry.startswith(("<", "[", "```")):
+        return entry
+    return f"<tool_call>{json.dumps({'name': 'bash', 'arguments': {'command': entry}})}</tool_call>"
+
+
+def _step(env: Any, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    """``env.step`` in a thread, so that Ctrl-C comes here while it runs: the first stops the running command
+    (where the sandbox can: ``Sandbox.interrupt()``), a second one ends the game."""
+    import threading
+    import time
+
+    outcome: dict[str, Any] = {}
+    done = threading.Event()  # not Thread.join: a Ctrl-C inside join() can leave is_alive() wrong
+
+    def run() -> None:
+        try:
+            outcome["result"] = env.step(action)
+        except BaseException as error:  # handed to the main thread, which raises it
+            outcome["error"] = error
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="gym-swe-play-step", daemon=True).start()
+    interrupt = _interrupt(env)
+    started, announced, interrupted = time.monotonic(), False, False
+    while not done.is_set():
+        try:
+            done.wait(0.2)
+            if not announced and not done.is_set() and time.monotonic() - started > 1.0:
+                announced = True  # a sign that something runs, once it runs long enough to wonder
+                print("... running" + (" (Ctrl-C stops it)" if interrupt else ""), flush=True)
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            if interrupt is not None:
+                interrupt()
+                print("\n^C: stopping the command", flush=True)
+            else:
+                print(
+                    "\n^C: this sandbox cannot stop a running command; it ends at its timeout (bash's "
+                    '"timeout" argument). Ctrl-C again ends the game.',
+                    flush=True,
+                )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+def _interrupt(env: Any) -> Callable[[], Any] | None:
+    """The sandbox's way to stop the command it runs now, from another thread, where it has one."""
+    interrupt = getattr(env.unwrapped.sandbox, "interrupt", None)
+    return interrupt if callable(interrupt) else None
+
+
+def _print_grade(grade: dict[str, Any]) -> None:
+    """The hidden tests' outcomes, each with its group (FAIL_TO_PASS, PASS_TO_PASS) where a task has them."""
+    group_of = {name: group for group, names in (grade.get("groups") or {}).items() for name in names}
+    width = max((len(group) for group in group_of.values()), default=0)
+    for test in grade["tests"]:
+        group = f"{group_of.get(test['name'], ''):<{width}} " if width else ""
+        print(f"  {test['outcome']:<8} {group}{test['name']}")
+    if group_of:
+        print(
+            "  (FAIL_TO_PASS: failed before the fix, must pass after it; PASS_TO_PASS: passed before, must "
+            "still pass)"
+        )
+    if grade.get("rejection"):
+        print(f"  submission rejected: {grade['rejection']}")
+    if grade.get("error"):
+        print(f"  grading error: {grade['error']}")
 
 
 def _play(args: argparse.Namespace) -> int:
-    import json
-
     import gymnasium
 
     import gym_swe  # noqa: F401  (registers the envs)
 
+    _check_env(args.env)
     kwargs = {"sandbox": args.sandbox}
     if args.tasks:
         kwargs["tasks"] = args.tasks
     env = gymnasium.make(args.env, **kwargs)
-    options = {"task_id": args.task_id} if args.task_id else None
-    observation, info = env.reset(seed=args.seed, options=options)
-    print(observation)
-    print(f"\n[task {info['task_id']}] {PLAY_HELP}")
     try:
+        options = {"task_id": args.task_id} if args.task_id else None
+        observation, info = env.reset(seed=args.seed, options=options)
+        help_text = PLAY_HELP.format(
+            path=env.unwrapped.sandbox.workdir, ctrl_c=CTRL_C[_interrupt(env) is not None]
+        )
+        print(observation)
+        print(f"\n[task {info['task_id']}] {help_text}")
+        max_turns = env.unwrapped.max_turns
         while True:
+            turn = len(env.unwrapped.history) + 1
             try:
-                line = input("\n> ").strip()
+                entry = _read_entry(f"\n[turn {turn}/{max_turns}] > ")
             except EOFError:
-                line = "/quit"
-            if not line:
+                entry = "/quit"
+            except KeyboardInterrupt:
+                print("\n(Ctrl-C: type /quit or press Ctrl-D to end the game)")
                 continue
-            if line == "/quit":
+            if not entry:
+                continue
+            if entry == "/quit":
                 print("quit without grading")
                 return 0
-            if line == "/help":
-                print(PLAY_HELP)
+            if entry == "/help":
+                print(help_text)
                 continue
-            if line == "submit":
-                action = '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
-            elif line.startswith(("<", "{", "[", "```")):
-                action = line
-            else:
-                action = json.dumps({"name": "bash", "arguments": {"command": line}})
-                action = f"<tool_call>{action}</tool_call>"
-            observation, reward, terminated, truncated, info = env.step(action)
+            observation, reward, terminated, truncated, info = _step(env, _action(entry))
             print(observation)
             if terminated or truncated:
                 grade = info["grade"]
@@ -156,102 +291,201 @@ def _play(args: argparse.Namespace) -> int:
                     f"\n=== episode over ({info['end_reason']}): {grade['passed']}/{grade['total']} hidden "
                     f"tests passed, reward {reward:.2f} ==="
                 )
-                for test in grade["tests"]:
-                    print(f"  {test['outcome']:<8} {test['name']}")
-                if grade.get("error"):
-                    print(f"  grading error: {grade['error']}")
+                _print_grade(grade)
                 return 0
+    except KeyboardInterrupt:
+        print("\nquit without grading")
+        raise
     finally:
         env.close()
 
 
+def _check_env(env_id: str) -> None:
+    """Fail at once, with the nearest name, on an env id gym_swe does not register."""
+    from gym_swe.registration import ENVS
+
+    known = [spec["id"] for spec in ENVS]
+    if env_id.removeprefix("gym_swe:") not in known:
+        raise ConfigError(unknown_name("env", env_id, known))
+
+
 def _eval(args: argparse.Namespace) -> int:
+    _check_env(args.env)
     from gym_swe.rollout.run_eval import run_eval
 
     return run_eval(args)
 
 
 def _view(args: argparse.Namespace) -> int:
-    from gym_swe.rollout.trajectory import load_jsonl
-    from gym_swe.rollout.view import write_html
+    from gym_swe.rollout.view import load_trajectories, select, write_html
 
-    trajectories = load_jsonl(args.trajectories)
+    trajectories = load_trajectories(args.trajectories)
+    shown = select(trajectories, outcomes=args.outcome, min_reward=args.min_reward)
     out = args.output or str(args.trajectories).rsplit(".", 1)[0] + ".html"
-    write_html(trajectories, out, title=f"gym_swe: {args.trajectories}")
-    print(f"{len(trajectories)} episodes -> {out}")
+    write_html(shown, out, title=f"gym_swe: {args.trajectories}")
+    which = f"{len(shown)} of {len(trajectories)}" if len(shown) != len(trajectories) else str(len(shown))
+    print(f"{which} episodes -> {out}")
     return 0
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each option's help ends with its default (where it has one); the examples keep their lines."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        help_text = action.help or ""
+        if (
+            "%(default)" in help_text
+            or not action.option_strings
+            or action.default in (None, False, argparse.SUPPRESS)
+        ):
+            return help_text
+        return help_text + " (default: %(default)s)"
+
+
+def _command(
+    commands: Any, name: str, help_text: str, examples: Sequence[str] = ()
+) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows its defaults and how it is typed."""
+    epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples) if examples else None
+    return commands.add_parser(
+        name, help=help_text, description=help_text, epilog=epilog, formatter_class=HelpFormatter
+    )
+
+
+SANDBOX_HELP = "where agent commands run: local (a bubblewrap jail per episode) or docker (a container)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     from gym_swe.sandbox.docker import BASE_IMAGE
     from gym_swe.sandbox.images import DEBIAN_MIRROR, METHODS
 
-    parser = argparse.ArgumentParser(prog="gym-swe", description="Software-engineering RL environments.")
+    parser = argparse.ArgumentParser(
+        prog="gym-swe",
+        description="Software-engineering RL environments.",
+        epilog="examples:\n  gym-swe envs\n  gym-swe play CodeDebug-v0\n  gym-swe eval --help",
+        formatter_class=HelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    envs = commands.add_parser("envs", help="list the registered envs with their task sources and counts")
+    envs = _command(
+        commands, "envs", "list the registered envs with their task sources and counts", ["gym-swe envs"]
+    )
     envs.set_defaults(handler=_envs)
 
-    play = commands.add_parser("play", help="play an episode in the terminal")
-    play.add_argument("env", help="env id, e.g. CodeDebug-v0")
+    play = _command(
+        commands,
+        "play",
+        "play an episode in the terminal, typing what the model would, and get graded at the end",
+        [
+            "gym-swe play CodeDebug-v0 --task-id GymSwe/3",
+            "gym-swe play SWEGym-v0 --task-id gymswe__semverkit-1 --sandbox docker",
+        ],
+    )
+    play.add_argument("env", help="env id: CodeDebug-v0 or SWEGym-v0")
     play.add_argument("--task-id", help="the task to play (default: one picked by --seed)")
     play.add_argument("--tasks", help="task source (default: the env's bundled tasks)")
-    play.add_argument("--sandbox", default="local", choices=["local", "docker"])
-    play.add_argument("--seed", type=int, default=None)
+    play.add_argument("--sandbox", default="local", choices=["local", "docker"], help=SANDBOX_HELP)
+    play.add_argument("--seed", type=int, help="picks the task when no --task-id is given (default: random)")
     play.set_defaults(handler=_play)
 
-    validate = commands.add_parser(
-        "validate", help="check every task: its fix resolves it and no fix does not"
+    validate = _command(
+        commands,
+        "validate",
+        "check every task: its fix resolves it and no fix does not",
+        ["gym-swe validate --env SWEGym-v0 --tasks bundled --json report.json"],
     )
     validate.add_argument("--env", required=True, help="CodeDebug-v0 or SWEGym-v0")
-    validate.add_argument("--tasks", default="bundled", help="task source (default bundled)")
+    validate.add_argument("--tasks", default="bundled", help="task source")
     validate.add_argument("--task-id", action="append", help="only this task (repeatable)")
-    validate.add_argument("--sandbox", default="local", choices=["local", "docker"])
+    validate.add_argument("--sandbox", default="local", choices=["local", "docker"], help=SANDBOX_HELP)
     validate.add_argument("--workers", type=int, default=2, help="tasks graded at once")
     validate.add_argument("--repo-source", help="SWE tasks: a directory of repository mirrors")
     validate.add_argument("--json", help="write the report as JSON to this path")
     validate.set_defaults(handler=_validate)
 
-    prepare = commands.add_parser("prepare", help="make checkouts and environments for local SWE sandboxes")
-    prepare.add_argument("--tasks", default="bundled", help="SWE task source (default bundled)")
+    prepare = _command(
+        commands,
+        "prepare",
+        "make checkouts and environments for local SWE sandboxes (the network is used here only)",
+        ["gym-swe prepare --tasks bundled"],
+    )
+    prepare.add_argument("--tasks", default="bundled", help="SWE task source")
     prepare.add_argument("--repo-source", help="a directory of repository mirrors")
     prepare.set_defaults(handler=_prepare)
 
-    evaluate = commands.add_parser("eval", help="evaluate a model on an env: pass@1, pass@k, trajectories")
+    evaluate = _command(
+        commands,
+        "eval",
+        "evaluate a model on an env: pass@1, pass@k, trajectories",
+        [
+            "gym-swe eval --env CodeDebug-v0 --generator hf --model Qwen/Qwen2.5-0.5B-Instruct --limit 8",
+            "gym-swe eval --env CodeDebug-v0 --generator vllm-server --base-url http://127.0.0.1:8000 "
+            "--model NAME --tokenizer PATH -n 4",
+        ],
+    )
     evaluate.add_argument("--env", required=True, help="CodeDebug-v0 or SWEGym-v0")
-    evaluate.add_argument("--tasks", default="bundled", help="task source (default bundled)")
+    evaluate.add_argument("--tasks", default="bundled", help="task source")
     evaluate.add_argument("--task-id", action="append", help="only this task (repeatable)")
     evaluate.add_argument("--limit", type=int, help="only the first N tasks")
-    evaluate.add_argument("--sandbox", default="local", choices=["local", "docker"])
-    evaluate.add_argument("--generator", required=True, choices=["hf", "vllm", "vllm-server", "openai-chat"])
-    evaluate.add_argument("--model", required=True, help="model path or name (served name for servers)")
+    evaluate.add_argument("--sandbox", default="local", choices=["local", "docker"], help=SANDBOX_HELP)
+    evaluate.add_argument(
+        "--generator",
+        required=True,
+        choices=["hf", "vllm", "vllm-server", "openai-chat"],
+        help="hf (transformers), vllm (in-process), vllm-server or openai-chat (an endpoint at --base-url)",
+    )
+    evaluate.add_argument(
+        "--model", required=True, help="a model directory or Hugging Face id (servers: the served name)"
+    )
     evaluate.add_argument("--base-url", help="vllm-server / openai-chat endpoint")
     evaluate.add_argument("--tokenizer", help="tokenizer path (default: the model's)")
     evaluate.add_argument("--api-key", help="for openai-chat (default: OPENAI_API_KEY)")
     evaluate.add_argument("-n", "--samples", type=int, default=1, help="samples per task")
     evaluate.add_argument(
-        "--k", type=int, action="append", help="pass@k to report (repeatable; default 1 and n)"
+        "--k", type=int, action="append", help="pass@k to report (repeatable; default: 1 and n)"
     )
     evaluate.add_argument("--max-turns", type=int, help="turns per episode (default: the env's)")
     evaluate.add_argument("--max-tokens", type=int, default=1024, help="tokens per turn")
     evaluate.add_argument("--max-model-len", type=int, default=8192, help="tokens per trajectory")
-    evaluate.add_argument("--temperature", type=float, default=1.0)
-    evaluate.add_argument("--top-p", type=float, default=1.0)
-    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    evaluate.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling: the top-p mass")
+    evaluate.add_argument(
+        "--seed", type=int, help="a run seed: makes a run repeatable (hf); samples still differ"
+    )
     evaluate.add_argument("--parallel", type=int, default=8, help="episodes at once")
     evaluate.add_argument("--out", default="trajectories.jsonl", help="where to save the trajectories")
     evaluate.add_argument("--export-sft", help="also write the resolved trajectories as a chat SFT dataset")
     evaluate.set_defaults(handler=_eval)
 
-    view = commands.add_parser("view", help="write trajectories as one HTML page to read episodes")
+    view = _command(
+        commands,
+        "view",
+        "write trajectories as one HTML page to read episodes turn by turn",
+        [
+            "gym-swe view trajectories.jsonl",
+            "gym-swe view trajectories.jsonl --outcome failed -o failed.html",
+        ],
+    )
     view.add_argument("trajectories", help="a .jsonl file from gym-swe eval")
     view.add_argument("-o", "--output", help="the HTML file (default: beside the .jsonl)")
+    view.add_argument(
+        "--outcome",
+        action="append",
+        choices=["resolved", "unresolved", "failed"],
+        help="only episodes with this outcome (repeatable); failed: ended on an error, not graded",
+    )
+    view.add_argument("--min-reward", type=float, help="only episodes with at least this reward")
     view.set_defaults(handler=_view)
 
-    images = commands.add_parser("images", help="Docker images for the docker sandbox")
+    images = _command(commands, "images", "Docker images for the docker sandbox", ["gym-swe images build"])
     images_commands = images.add_subparsers(dest="images_command", required=True, metavar="COMMAND")
-    build = images_commands.add_parser("build", help="build the base image (python3, git, patch, pytest)")
-    build.add_argument("--name", default=BASE_IMAGE, help=f"image name (default {BASE_IMAGE})")
+    build = _command(
+        images_commands,
+        "build",
+        "build the base image (python3, git, patch, pytest), and with --tasks the SWE task images",
+        ["gym-swe images build", "gym-swe images build --tasks bundled"],
+    )
+    build.add_argument("--name", default=BASE_IMAGE, help="image name")
     build.add_argument(
         "--method",
         choices=METHODS,
@@ -265,10 +499,13 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--repo-source", help="with --tasks: a directory of repository mirrors")
     build.set_defaults(handler=_images_build)
 
-    sandbox = commands.add_parser("sandbox", help="sandbox housekeeping")
+    sandbox = _command(commands, "sandbox", "sandbox housekeeping", ["gym-swe sandbox prune"])
     sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", required=True, metavar="COMMAND")
-    prune = sandbox_commands.add_parser(
-        "prune", help="remove what crashed runs left behind (containers, workspaces, cgroups)"
+    prune = _command(
+        sandbox_commands,
+        "prune",
+        "remove what crashed runs left behind (containers, workspaces, cgroups)",
+        ["gym-swe sandbox prune", "gym-swe sandbox prune --all"],
     )
     prune.add_argument(
         "--all", action="store_true", help="remove every gym_swe container, also those of runs still going"

@@ -1,7 +1,13 @@
-"""Scores over collected trajectories: pass@k (the unbiased estimator) per task and overall."""
+"""Scores over collected trajectories: pass@k (the unbiased estimator) per task and overall, and why episodes
+failed.
+
+A failed episode ended on an error (the generator, the env or the sandbox) instead of by ``submit`` or a
+limit. It stays in ``n`` as a sample that did not resolve its task, so failures lower pass@k rather than hide.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from math import comb
 from typing import Any
@@ -44,3 +50,17 @@ def summarize(trajectories: Iterable[Trajectory], ks: Sequence[int] = (1,)) -> d
         else {}
     )
     return {"tasks": tasks, "overall": overall, "episodes": sum(row["n"] for row in tasks)}
+
+
+def failure_reasons(
+    trajectories: Iterable[Trajectory], limit: int = 3, width: int = 300
+) -> list[tuple[str, int]]:
+    """The first ``limit`` distinct reasons episodes failed for, each on one line of at most ``width``
+    characters, with how many episodes failed for it; in the order they first came."""
+    reasons = Counter(_one_line(t.error, width) for t in trajectories if t.error is not None)
+    return list(reasons.items())[:limit]
+
+
+def _one_line(text: str, width: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3] + "..."

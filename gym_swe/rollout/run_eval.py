@@ -1,69 +1,144 @@
-"""`gym-swe eval`: a model on an env's tasks, with a progress line, a per-task table, pass@1 and pass@k."""
+"""`gym-swe eval`: a model on an env's tasks, with a progress bar, a per-task table, pass@1 and pass@k.
+
+A run whose every episode failed (a dead ``--base-url``, a generator that cannot generate) reports why and
+exits with status 1 instead of printing a pass@1 of 0.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
-from typing import Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
 
 import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
+from gym_swe.errors import ConfigError, GymSweError, missing_dependency
 from gym_swe.rollout.collector import collect
-from gym_swe.rollout.evaluation import summarize
+from gym_swe.rollout.evaluation import failure_reasons, summarize
 from gym_swe.rollout.export import export_sft
 from gym_swe.rollout.generators import SamplingParams, make_generator
 from gym_swe.rollout.trajectory import Trajectory, save_jsonl
 
 
 def build_generator(args: argparse.Namespace) -> Any:
-    if args.generator == "hf":
-        return make_generator("hf", model=args.model, tokenizer=_tokenizer(args.tokenizer))
-    if args.generator == "vllm":
-        return make_generator(
-            "vllm", model=args.model, tokenizer=_tokenizer(args.tokenizer), max_model_len=args.max_model_len
-        )
-    if not args.base_url:
-        raise SystemExit(f"gym-swe eval: --generator {args.generator} needs --base-url")
+    """The generator ``args`` ask for; a model or tokenizer that cannot be loaded is a ConfigError."""
+    if args.generator in ("vllm-server", "openai-chat") and not args.base_url:
+        raise ConfigError(f"--generator {args.generator} needs --base-url (the server's address)")
+    if args.generator in ("hf", "vllm"):
+        _check_local_path("--model", args.model)
+    _check_local_path("--tokenizer", args.tokenizer)
+    if args.generator == "openai-chat":
+        return make_generator("openai-chat", base_url=args.base_url, model=args.model, api_key=args.api_key)
     if args.generator == "vllm-server":
-        return make_generator(
-            "vllm-server",
-            base_url=args.base_url,
-            model=args.model,
-            tokenizer=args.tokenizer or args.model,
-            api_key=args.api_key,
+        option = "--tokenizer" if args.tokenizer else "--model"
+        with _loading(option, args.tokenizer or args.model):
+            return make_generator(
+                "vllm-server",
+                base_url=args.base_url,
+                model=args.model,
+                tokenizer=args.tokenizer or args.model,
+                api_key=args.api_key,
+            )
+    tokenizer = None
+    if args.tokenizer:
+        try:
+            from transformers import AutoTokenizer
+        except ImportError:
+            raise missing_dependency("transformers", "train") from None
+        with _loading("--tokenizer", args.tokenizer):
+            tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+    with _loading("--model", args.model):
+        if args.generator == "hf":
+            return make_generator("hf", model=args.model, tokenizer=tokenizer)
+        return make_generator("vllm", model=args.model, tokenizer=tokenizer, max_model_len=args.max_model_len)
+
+
+def _check_local_path(option: str, value: str | None) -> None:
+    """A value written as a path (absolute, ./, ../ or ~) must exist: transformers would take it for a
+    malformed hub id and say so in a long traceback."""
+    if value and value.startswith(("/", ".", "~")) and not Path(value).expanduser().exists():
+        raise ConfigError(
+            f"{option} {value!r}: no such directory; give a local model directory or a Hugging Face model "
+            "id (e.g. Qwen/Qwen2.5-0.5B-Instruct)"
         )
-    return make_generator("openai-chat", base_url=args.base_url, model=args.model, api_key=args.api_key)
 
 
-def _tokenizer(path: str | None) -> Any:
-    if not path:
-        return None
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(path)
+@contextmanager
+def _loading(option: str, name: str) -> Iterator[None]:
+    """Turns transformers' way of saying that a model or tokenizer is not there into one ConfigError line."""
+    try:
+        yield
+    except GymSweError:
+        raise
+    except (OSError, ValueError) as error:
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ConfigError(f"{option} {name!r} could not be loaded: {first_line}") from None
 
 
 class Progress:
-    """One line on stderr: episodes done, running pass rate, elapsed time."""
+    """A progress bar on stderr that moves as episodes end, with the turns played so far: a batched generator
+    plays episodes in lockstep, so they tend to end together, and the turns show the run is moving."""
 
     def __init__(self, total: int) -> None:
-        self.total, self.done, self.resolved, self.start = total, 0, 0, time.monotonic()
+        from tqdm import tqdm
 
-    def __call__(self, trajectory: Trajectory) -> None:
-        self.done += 1
-        self.resolved += trajectory.resolved
-        width = 30
-        filled = int(width * self.done / max(self.total, 1))
-        rate = self.resolved / self.done
-        sys.stderr.write(
-            f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} episodes, "
-            f"pass rate {rate:.1%}, {time.monotonic() - self.start:.0f}s"
+        self.turns = self.resolved = self.failed = 0
+        self.bar = tqdm(
+            total=total,
+            desc="eval",
+            file=sys.stderr,
+            dynamic_ncols=True,
+            mininterval=0,  # an episode's end is rare enough to draw each one; turns are drawn 2 a second
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} episodes [{elapsed}<{remaining}"
+            "{postfix}]",
+            postfix=self._counts(),
         )
-        if self.done == self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+        self._lock = threading.Lock()  # episodes step and end in the collector's threads
+        self._shown_at = 0.0
+
+    def on_turn(self) -> None:
+        with self._lock:
+            self.turns += 1
+            now = time.monotonic()
+            refresh = now - self._shown_at > 0.5  # a step can take milliseconds: do not redraw for each
+            if refresh:
+                self._shown_at = now
+            self._postfix(refresh)
+
+    def on_trajectory(self, trajectory: Trajectory) -> None:
+        with self._lock:
+            self.resolved += trajectory.resolved
+            self.failed += trajectory.failed
+            self._postfix(refresh=False)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+    def _counts(self) -> str:
+        return f"{self.turns} turns, {self.resolved} resolved, {self.failed} failed"
+
+    def _postfix(self, refresh: bool) -> None:
+        self.bar.set_postfix_str(self._counts(), refresh=refresh)
+
+
+class TurnCallback(gymnasium.Wrapper):
+    """Calls ``on_turn`` after each step: the progress bar's view of turns, no change to the env."""
+
+    def __init__(self, env: gymnasium.Env, on_turn: Callable[[], None]) -> None:
+        super().__init__(env)
+        self._on_turn = on_turn
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        result = self.env.step(action)
+        self._on_turn()
+        return result
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -76,25 +151,32 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.limit:
         task_ids = task_ids[: args.limit]
     generator = build_generator(args)
-    sampling = SamplingParams(
-        max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
-    )
+    sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p)
     progress = Progress(len(task_ids) * args.samples)
     try:
         trajectories = collect(
-            lambda: gymnasium.make(args.env, **kwargs),
+            lambda: TurnCallback(gymnasium.make(args.env, **kwargs), progress.on_turn),
             generator,
             task_ids,
             samples_per_task=args.samples,
             sampling=sampling,
             max_model_len=args.max_model_len,
             parallel=args.parallel,
-            seed=args.seed,
-            on_trajectory=progress,
+            seed=args.seed,  # None (no --seed): no per-request seeds, so samples of a task differ
+            on_trajectory=progress.on_trajectory,
         )
     finally:
+        progress.close()
         generator.close()
     save_jsonl(trajectories, args.out)
+    failed = sum(t.failed for t in trajectories)
+    if failed == len(trajectories):
+        print(f"gym-swe: error: no episode ran: all {failed} episodes failed.", file=sys.stderr)
+        _print_failures(trajectories, file=sys.stderr)
+        if args.base_url and any((t.error or "").startswith("generator:") for t in trajectories):
+            print(f"Is the server at --base-url {args.base_url} up?", file=sys.stderr)
+        print(f"trajectories: {args.out}", file=sys.stderr)
+        return 1
     ks = sorted(set(args.k or [1, args.samples]))
     summary = summarize(trajectories, ks)
     print(
@@ -109,8 +191,20 @@ def run_eval(args: argparse.Namespace) -> int:
         for k, value in ((k, summary["overall"].get(f"pass@{k}", float("nan"))) for k in ks)
     )
     print(f"\n{args.env} ({args.tasks}, {len(task_ids)} tasks x {args.samples}): {overall}")
+    if failed:
+        print(
+            f"{failed} of {len(trajectories)} episodes failed (ended on an error, not by submit or a limit); "
+            "they count as unresolved samples."
+        )
+        _print_failures(trajectories, file=sys.stdout)
     print(f"trajectories: {args.out} (read them with: gym-swe view {args.out})")
     if args.export_sft:
         rows = export_sft(trajectories, args.export_sft)
         print(f"SFT dataset: {rows} resolved episode(s) -> {args.export_sft}")
     return 0
+
+
+def _print_failures(trajectories: list[Trajectory], file: TextIO) -> None:
+    print("first reasons:", file=file)
+    for reason, count in failure_reasons(trajectories):
+        print(f"  {count} x {reason}", file=file)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from gym_swe.errors import TaskError
 from gym_swe.tasks.base import TaskSet, load_source, read_hub_rows, read_rows, require_fields
 
 BUG_TYPES = (
@@ -108,9 +109,21 @@ def _bundled_rows() -> list[dict[str, Any]]:
         return read_rows(file)
 
 
+def _humanevalpack_rows() -> list[dict[str, Any]]:
+    try:
+        return read_hub_rows(*HUMANEVALPACK)
+    except TaskError as error:
+        raise TaskError(
+            f"{error} -- Without the Hub, use a local copy of it: where the Hub is reachable, run "
+            "`python -c \"import datasets; datasets.load_dataset('bigcode/humanevalpack', 'python', "
+            "split='test').to_json('humanevalpack.jsonl')\"` (or .to_parquet('humanevalpack.parquet')), "
+            "then pass tasks='humanevalpack.jsonl' (gym-swe: --tasks humanevalpack.jsonl)."
+        ) from error
+
+
 NAMED_SOURCES = {
     "bundled": _bundled_rows,
-    "humanevalpack": lambda: read_hub_rows(*HUMANEVALPACK),
+    "humanevalpack": _humanevalpack_rows,
 }
 
 
