@@ -7,10 +7,17 @@ thread: its requests go out as soon as its last step is done, and one episode's 
 others' generation. A trajectory whose next turn would not fit ``max_model_len`` ends truncated (the env
 grades it as at ``max_turns``). A failing env, sandbox or generator makes a failed trajectory with its
 reason; the other episodes go on.
+
+Seeds: without a run seed, no request carries one, so the samples of a task are independent draws. With
+one, each request carries `turn_seed` (run seed, task id, sample index, turn index): distinct for every
+sample and turn, the same in every run, so a seeded run repeats exactly where its generator is deterministic
+(``hf``) while the samples of a group still differ.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -42,7 +49,7 @@ def collect(
     sampling: SamplingParams | None = None,
     max_model_len: int = 8192,
     parallel: int = 32,
-    seed: int = 0,
+    seed: int | None = None,
     template_kwargs: Mapping[str, Any] | None = None,
     check_rerender: bool = True,
     on_trajectory: Callable[[Trajectory], None] | None = None,
@@ -52,6 +59,10 @@ def collect(
     ``envs`` is a list of envs (``gymnasium.make`` results; as many episodes run at once as there are envs)
     or a factory making one (then up to ``parallel`` at once). Trajectories come back in task order, samples
     of one task together. ``on_trajectory`` is called as each one ends (for progress bars and logs).
+
+    ``seed``: None (default) sends no seeds, so every sample is an independent draw; an int makes the run
+    reproducible: each generator request gets `turn_seed` of it (the generator must take ``seeds``) and each
+    env reset a seed derived the same way from (task id, sample index).
     """
     sampling = sampling or SamplingParams()
     jobs = [(task_id, index) for task_id in task_ids for index in range(samples_per_task)]
@@ -77,7 +88,8 @@ def collect(
             env_id=getattr(getattr(env, "spec", None), "id", "") or "",
         )
         try:
-            _, info = env.reset(seed=seed + len(results) + index, options={"task_id": task_id})
+            reset_seed = None if seed is None else derive_seed(seed, "reset", task_id, index)
+            _, info = env.reset(seed=reset_seed, options={"task_id": task_id})
         except Exception as error:
             trajectory.error = f"reset failed: {type(error).__name__}: {error}"
             trajectory.end_reason = "env_error"
@@ -102,7 +114,7 @@ def collect(
                     job, env = pending.pop(0), (free.pop() if free else factory())  # type: ignore[misc]
                 episode = start(job, env)
                 while not episode.done:
-                    sample = _generate(generator, [episode], sampling, max_model_len)[0]
+                    sample = _generate(generator, [episode], sampling, max_model_len, seed)[0]
                     episode.done = _advance(episode, sample, max_model_len)
                 with lock:
                     _finish(episode, results, free, on_trajectory, check_rerender)
@@ -127,7 +139,7 @@ def collect(
                 )
             if not active:
                 continue
-            samples = _generate(generator, active, sampling, max_model_len)
+            samples = _generate(generator, active, sampling, max_model_len, seed)
             finished = list(threads.map(lambda pair: _advance(*pair, max_model_len), zip(active, samples)))
             for episode, done in zip(list(active), finished):
                 if done:
@@ -136,8 +148,34 @@ def collect(
     return [results[job] for job in jobs]
 
 
+def derive_seed(run_seed: int, *key: str | int) -> int:
+    """A seed for ``key`` in the run seeded ``run_seed``: the same in every process and run (a hash of the
+    values, not Python's salted ``hash``), distinct for distinct keys, and below 2**31 so that any backend
+    takes it."""
+    digest = hashlib.blake2b(json.dumps([run_seed, *key]).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % 2**31
+
+
+def turn_seed(run_seed: int, task_id: str, sample_index: int, turn: int) -> int:
+    """The seed of one generator request: sample ``sample_index`` of ``task_id``, its ``turn`` (from 0)."""
+    return derive_seed(run_seed, "turn", task_id, sample_index, turn)
+
+
+def _seed_kwargs(episodes: Sequence[_Episode], run_seed: int | None) -> dict[str, Any]:
+    """``seeds=`` for a generator call, or nothing without a run seed (so that generators without a
+    ``seeds`` parameter still serve unseeded runs, and fail loudly rather than ignore a run seed)."""
+    if run_seed is None:
+        return {}
+    trajectories = [episode.trajectory for episode in episodes]
+    return {"seeds": [turn_seed(run_seed, t.task_id, t.sample_index, len(t.turns)) for t in trajectories]}
+
+
 def _generate(
-    generator: Generator, active: list[_Episode], sampling: SamplingParams, max_model_len: int
+    generator: Generator,
+    active: list[_Episode],
+    sampling: SamplingParams,
+    max_model_len: int,
+    seed: int | None,
 ) -> list:
     """One sample (or a "no room" marker) per active episode: one generator call per distinct max_tokens."""
     if getattr(generator, "chat", False):
@@ -145,6 +183,7 @@ def _generate(
             [episode.env.unwrapped.messages for episode in active],
             [e.trajectory.tools for e in active],
             sampling,
+            **_seed_kwargs(active, seed),
         )
     room = {id(e): min(sampling.max_tokens, max_model_len - len(e.trajectory.token_ids)) for e in active}
     groups: dict[int, list[_Episode]] = {}
@@ -155,7 +194,9 @@ def _generate(
     for max_tokens, members in groups.items():
         started = time.monotonic()
         batch = generator.generate(
-            [e.trajectory.token_ids for e in members], sampling.with_max_tokens(max_tokens)
+            [e.trajectory.token_ids for e in members],
+            sampling.with_max_tokens(max_tokens),
+            **_seed_kwargs(members, seed),
         )
         elapsed = (time.monotonic() - started) / max(len(members), 1)
         for episode, sample in zip(members, batch):
@@ -187,6 +228,7 @@ def _advance(episode: _Episode, sample: Any, max_model_len: int) -> bool:
         observation, reward, terminated, truncated, info = env.step(action)
         turn.env_seconds = time.monotonic() - started
         turn.reward, turn.observation = float(reward), observation
+        turn.tool_errors = len(info.get("parse_errors", ()))
         messages = info["messages"]
         if terminated or truncated:
             _record_end(trajectory, info, terminated=terminated, truncated=truncated)

@@ -27,6 +27,8 @@ class Turn:
     observation: str = ""
     generate_seconds: float = 0.0
     env_seconds: float = 0.0
+    tool_errors: int = 0
+    """Tool calls of this turn that could not be parsed or run as written (the env's ``parse_errors``)."""
 
 
 @dataclass
@@ -56,6 +58,8 @@ class Trajectory:
     rerender_matches: bool | None = None
     """Whether a full re-render of the messages gives the same ids (None: not checked or not renderable)."""
     generator: str = ""
+    policy_version: int | None = None
+    """Which weights generated it (a trainer's update count), for staleness in asynchronous training."""
 
     # -- building --------------------------------------------------------------------------------------------
     def add_prompt(self, ids: list[int]) -> None:

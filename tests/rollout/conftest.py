@@ -7,7 +7,9 @@ failure, not a skip).
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,3 +63,20 @@ def vllm_server(tiny_model: Path) -> Iterator:
     )
     yield server
     server.close()
+
+
+def run_vllm_inprocess_check(model: Path, scratch: Path, mode: str = "default") -> dict:
+    """vllm_inprocess_check.py in vLLM's own environment (``mode``: "default" or "chunked"): its report."""
+    script = Path(__file__).with_name("vllm_inprocess_check.py")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "2"}
+    result = subprocess.run([vllm_python(), str(script), str(model), str(scratch), mode], capture_output=True,
+                            text=True, env=env, timeout=900)  # fmt: skip
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, result.stdout[-3000:] + result.stderr[-5000:]
+    return json.loads(lines[-1][len("RESULT ") :])
+
+
+@pytest.fixture(scope="session")
+def vllm_inprocess_report(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """One run of the in-process ``vllm`` generator as made by default (an engine start costs ~30 s)."""
+    return run_vllm_inprocess_check(tiny_model, tmp_path_factory.mktemp("vllm"))

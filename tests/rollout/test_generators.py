@@ -3,11 +3,8 @@ in-process). Log-probabilities must be those of the distribution actually sample
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import socket
-import subprocess
 import threading
 from pathlib import Path
 
@@ -16,8 +13,6 @@ import pytest
 from gym_swe.errors import ConfigError
 from gym_swe.rollout.generators import GENERATORS, SamplingParams, make_generator
 from gym_swe.rollout.generators.vllm_server import VLLMServerGenerator, parse_completion
-from tests.conftest import REPO_ROOT
-from tests.rollout.conftest import vllm_python
 
 torch = pytest.importorskip("torch")
 
@@ -58,8 +53,8 @@ def test_hf_samples_with_the_logprobs_of_the_sampling_distribution(tiny_model: P
         chat_prompt(generator.tokenizer, "hello"),
         chat_prompt(generator.tokenizer, "a longer message here"),
     ]
-    params = SamplingParams(max_tokens=12, temperature=0.7, top_p=0.9, seed=3)
-    samples = generator.generate(prompts, params)
+    params = SamplingParams(max_tokens=12, temperature=0.7, top_p=0.9)
+    samples = generator.generate(prompts, params, seeds=[3, 4])
     assert len(samples) == 2
     for prompt, sample in zip(prompts, samples):
         assert sample.error is None and sample.finish_reason in ("stop", "length")
@@ -69,8 +64,19 @@ def test_hf_samples_with_the_logprobs_of_the_sampling_distribution(tiny_model: P
         # Not the raw distribution: temperature and top-p changed it.
         raw = processed_logprobs(generator.model, prompt, sample.token_ids, 1.0, 1.0)
         assert max(abs(a - b) for a, b in zip(raw, sample.logprobs)) > 1e-3
-    again = generator.generate(prompts, params)
-    assert [s.token_ids for s in again] == [s.token_ids for s in samples]  # the seed makes it reproducible
+    again = generator.generate(prompts, params, seeds=[3, 4])
+    assert [s.token_ids for s in again] == [s.token_ids for s in samples]  # the seeds make it reproducible
+
+
+def test_hf_greedy_logprobs_are_the_models(tiny_model: Path) -> None:
+    generator = make_generator("hf", model=str(tiny_model))
+    prompts = [chat_prompt(generator.tokenizer, "hi"), chat_prompt(generator.tokenizer, "a longer one here")]
+    for prompt, sample in zip(
+        prompts, generator.generate(prompts, SamplingParams(max_tokens=6, temperature=0))
+    ):
+        assert len(sample.token_ids) == len(sample.logprobs) > 0
+        expected = processed_logprobs(generator.model, prompt, sample.token_ids, 1.0, 1.0)
+        assert sample.logprobs == pytest.approx(expected, abs=1e-4)
 
 
 def test_hf_sync_weights_changes_generation(tiny_model: Path) -> None:
@@ -192,15 +198,9 @@ def test_vllm_server_dropped_connections_are_retried(vllm_server, tiny_model: Pa
     hopeless.close()
 
 
-def test_vllm_in_process_and_weight_sync(tiny_model: Path, tmp_path: Path) -> None:
+def test_vllm_in_process_and_weight_sync(vllm_inprocess_report: dict) -> None:
     """vllm.LLM in vLLM's own environment: token-id prompts, processed logprobs, and sync_weights."""
-    script = Path(__file__).with_name("vllm_inprocess_check.py")
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "2"}
-    result = subprocess.run([vllm_python(), str(script), str(tiny_model), str(tmp_path)], capture_output=True,
-                            text=True, env=env, timeout=900)  # fmt: skip
-    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, result.stdout[-3000:] + result.stderr[-5000:]
-    report = json.loads(lines[-1][len("RESULT ") :])
+    report = vllm_inprocess_report
     assert report["samples"] == 2 and report["logprobs_match_tokens"]
     assert report["max_logprob_error"] < 2e-3
     assert report["changed_after_sync"] and report["restored_after_sync"]

@@ -4,6 +4,9 @@
 - ``vllm``: an in-process ``vllm.LLM``.
 - ``vllm-server``: an OpenAI-compatible vLLM server (token-id prompts over ``/v1/completions``).
 - ``openai-chat``: any OpenAI-compatible chat endpoint with server-side tool calls; evaluation only.
+
+Every backend takes per-request seeds (``generate(prompts, params, seeds=[...])``) and sends none unless
+given; see `gym_swe.rollout.generators.base`.
 """
 
 from __future__ import annotations

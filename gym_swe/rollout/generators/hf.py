@@ -1,14 +1,23 @@
-"""The ``hf`` generator: transformers ``generate``, batched with left padding, on CPU or GPU."""
+"""The ``hf`` generator: transformers ``generate``, batched with left padding, on CPU or GPU.
+
+Sampling is done by gym_swe, not by transformers: the last logits processor draws each row's next id from
+the processed scores (after temperature, top-k and top-p) and ``generate`` runs greedy over what it leaves.
+That is how a row gets its own ``torch.Generator``: transformers' own sampling draws every row from the
+global RNG, and seeding that (``torch.manual_seed``) would replay one random stream at every call and
+overwrite the caller's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gym_swe.errors import missing_dependency
+from gym_swe.errors import ConfigError, missing_dependency
 from gym_swe.rollout.chat import stop_token_ids
-from gym_swe.rollout.generators.base import Sample, SamplingParams
+from gym_swe.rollout.generators.base import Sample, SamplingParams, request_seeds
 
 
 class HFGenerator:
@@ -19,6 +28,12 @@ class HFGenerator:
         tokenizer: its tokenizer (loaded from ``model`` when it is a path).
         device: where to run ("cpu", "cuda", ...); default: the model's.
         batch_size: prompts per ``generate`` call.
+
+    Seeds: an unseeded prompt draws from torch's global RNG (so two calls with the same prompt differ, and
+    ``torch.manual_seed`` before a call makes the call reproducible); a seeded one draws from a
+    ``torch.Generator`` of its own, so the same prompt, parameters and seed give the same ids, whatever
+    the other prompts of the call are (up to float rounding: a row's logits change in the last bits with
+    the batch's padding, which could flip a near-tie between two ids), and the global RNG is not touched.
     """
 
     name = "hf"
@@ -44,19 +59,27 @@ class HFGenerator:
         self.stop_ids = sorted(stop_token_ids(tokenizer) | set(_generation_eos(model)))
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.stop_ids[0]
 
-    def generate(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[Sample]:
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        params: SamplingParams,
+        seeds: Sequence[int | None] | None = None,
+    ) -> list[Sample]:
+        per_prompt = request_seeds(prompts, seeds)
         samples: list[Sample] = []
         for start in range(0, len(prompts), self.batch_size):
             batch = prompts[start : start + self.batch_size]
             try:
-                samples += self._generate_batch(batch, params)
+                samples += self._generate_batch(batch, params, per_prompt[start : start + self.batch_size])
             except Exception as error:  # an OOM or a bad prompt fails its batch's samples, not the run
                 samples += [Sample.failed(f"hf generate failed: {type(error).__name__}: {error}")] * len(
                     batch
                 )
         return samples
 
-    def _generate_batch(self, prompts: Sequence[Sequence[int]], params: SamplingParams) -> list[Sample]:
+    def _generate_batch(
+        self, prompts: Sequence[Sequence[int]], params: SamplingParams, seeds: Sequence[int | None]
+    ) -> list[Sample]:
         torch = self._torch
         width = max(len(p) for p in prompts)
         device = next(self.model.parameters()).device
@@ -65,34 +88,43 @@ class HFGenerator:
         for row, prompt in enumerate(prompts):  # left padding: every prompt ends where generation starts
             input_ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
             attention[row, width - len(prompt) :] = 1
-        if params.seed is not None:
-            torch.manual_seed(params.seed)
-        sampling = params.temperature > 0
         stops = sorted(set(self.stop_ids) | set(params.stop_token_ids))
+        sampler = None
+        if params.temperature > 0:
+            generators = [
+                None if seed is None else torch.Generator(device=device).manual_seed(seed) for seed in seeds
+            ]
+            sampler = _Sampler(torch, generators)
         with torch.no_grad():
             output = self.model.generate(
                 input_ids=input_ids.to(device),
                 attention_mask=attention.to(device),
                 max_new_tokens=params.max_tokens,
-                do_sample=sampling,
-                temperature=params.temperature if sampling else None,
-                top_p=params.top_p if sampling else None,
-                top_k=(params.top_k if params.top_k > 0 else 0) if sampling else None,
+                # Greedy over what the processors leave: with sampling, that is the one id _Sampler drew.
+                # The model's own generation_config (its temperature, top_p, ...) is overridden, not merged.
+                do_sample=False,
+                temperature=None,
+                top_p=None,
+                top_k=None,
+                logits_processor=_sampling_processors(params, sampler) if sampler else None,
                 eos_token_id=stops,
                 pad_token_id=self.pad_id,
-                output_scores=True,  # the processed scores: after temperature, top-k and top-p
+                output_scores=sampler is None,  # greedy: the log-probabilities come from the raw scores
                 return_dict_in_generate=True,
             )
         generated = output.sequences[:, width:]
-        # scores[t] is the distribution step t sampled from; log_softmax turns it into log-probabilities.
-        logprobs = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in output.scores], dim=1)
+        if sampler is not None:
+            logprobs = torch.stack(sampler.logprobs, dim=1)  # (row, step): the sampled id's log-probability
+        else:
+            scores = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in output.scores], dim=1)
+            logprobs = scores.gather(2, generated[:, : scores.shape[1], None].to(scores.device))[..., 0]
         samples = []
         for row in range(len(prompts)):
             ids, lps = [], []
             finish = "length"
             for step, token in enumerate(generated[row].tolist()):
                 ids.append(token)
-                lps.append(float(logprobs[row, step, token]))
+                lps.append(float(logprobs[row, step]))
                 if token in stops:
                     finish = "stop"
                     break
@@ -101,11 +133,78 @@ class HFGenerator:
         return samples
 
     def sync_weights(self, model: Any) -> None:
-        if model is not self.model:
-            self.model.load_state_dict(model.state_dict())
+        """Copy ``model``'s weights into the generator's model; nothing to do when the generator generates
+        with the trainer's own model object (wrapped or not: DDP's or accelerate's ``.module``).
+
+        ``model``: a model or a state dict, in the generator's model's parameter names. Names, shapes and
+        tensors tied to another are checked before anything is copied: a mismatch is a `ConfigError` and
+        leaves the generator's weights as they were."""
+        if not isinstance(model, Mapping) and unwrap_model(model) is self.model:
+            return
+        weights = checkpoint_weights(model)
+        target = self.model.state_dict()
+        tied = _tied_partners(target)
+        shapes = {name: tuple(tensor.shape) for name, tensor in target.items()}
+        problem = weight_mismatches(weights, shapes, optional=frozenset(tied))
+        for name, partner in tied.items():  # both given: one lands in the shared tensor, so they must agree
+            given = not problem and name in weights and partner in weights
+            if given and not self._torch.equal(weights[name].cpu(), weights[partner].cpu()):
+                problem = f"{name!r} and {partner!r} are one tensor in the generator's model, not here."
+        if problem:
+            raise ConfigError(f"sync_weights: the weights do not fit the generator's model: {problem}")
+        self.model.load_state_dict(weights, strict=False)
 
     def close(self) -> None:
         pass
+
+
+def _sampling_processors(params: SamplingParams, sampler: _Sampler) -> Any:
+    """Temperature, top-k, top-p (transformers' own warpers, in the order its sampling applies them), then
+    the sampler."""
+    from transformers import LogitsProcessorList
+    from transformers.generation.logits_process import (
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+
+    processors: list[Any] = []
+    if params.temperature != 1.0:
+        processors.append(TemperatureLogitsWarper(params.temperature))
+    if params.top_k > 0:
+        processors.append(TopKLogitsWarper(params.top_k))
+    if params.top_p < 1.0:
+        processors.append(TopPLogitsWarper(params.top_p))
+    return LogitsProcessorList([*processors, sampler])
+
+
+class _Sampler:
+    """The last logits processor: draws each row's next id from the processed scores, with the row's own
+    ``torch.Generator`` (``None``: torch's global RNG), records its log-probability, and leaves that id
+    the only one greedy decoding can pick.
+
+    A row draws once per step from its own generator only, so what it samples does not depend on the other
+    rows (transformers may run a step past the end and drop it; a draw after a row's end changes nothing).
+    """
+
+    def __init__(self, torch: Any, generators: Sequence[Any]) -> None:
+        self._torch = torch
+        self.generators = list(generators)
+        self.logprobs: list[Any] = []
+        """Per step, the (rows,) log-probabilities of the ids drawn."""
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        torch = self._torch
+        logprobs = torch.log_softmax(scores.float(), dim=-1)
+        probs = logprobs.exp()
+        if all(generator is None for generator in self.generators):
+            chosen = torch.multinomial(probs, num_samples=1)  # one call for the batch, as transformers does
+        else:
+            chosen = torch.stack(
+                [torch.multinomial(probs[row], 1, generator=g) for row, g in enumerate(self.generators)]
+            )
+        self.logprobs.append(logprobs.gather(1, chosen)[:, 0])
+        return torch.full_like(scores, float("-inf")).scatter_(1, chosen, 0.0)
 
 
 def _generation_eos(model: Any) -> list[int]:
@@ -114,3 +213,114 @@ def _generation_eos(model: Any) -> list[int]:
     if eos is None:
         return []
     return [eos] if isinstance(eos, int) else list(eos)
+
+
+# -- the weights a trainer hands a generator ---------------------------------------------------------------
+WRAPPERS = {
+    "DistributedDataParallel": "module",
+    "DataParallel": "module",
+    "DeepSpeedEngine": "module",
+    "OptimizedModule": "_orig_mod",  # torch.compile
+}
+"""Wrapper classes (by name, so that none has to be imported) and the attribute holding the model inside."""
+WRAPPER_PREFIXES = ("module.", "_orig_mod.")
+"""What those wrappers put in front of the parameter names in their state dicts."""
+
+
+def unwrap_model(model: Any) -> Any:
+    """The model inside DDP, DataParallel, DeepSpeed and ``torch.compile`` wrappers (as accelerate's
+    ``unwrap_model`` does, without needing accelerate)."""
+    while type(model).__name__ in WRAPPERS:
+        model = getattr(model, WRAPPERS[type(model).__name__])
+    return model
+
+
+def checkpoint_weights(source: Any) -> dict[str, Any]:
+    """``source``'s tensors by name, as the generators load them: Hugging Face checkpoint names.
+
+    ``source``: a model (unwrapped first, see `unwrap_model`) or a state dict; wrapper prefixes
+    (``module.``, ``_orig_mod.``) are dropped from the names, and a sharded tensor (FSDP2's ``DTensor``) is
+    gathered with ``full_tensor()``, a collective every rank must join. Tensors are detached, not copied.
+    A PEFT model is refused: its adapters must be merged first."""
+    if isinstance(source, Mapping):
+        state = source
+    else:
+        model = unwrap_model(source)
+        if not callable(getattr(model, "state_dict", None)):
+            raise ConfigError(f"sync_weights takes a model or a state dict, got {type(source).__name__}")
+        state = model.state_dict()
+    weights = {}
+    for name, tensor in state.items():
+        while name.startswith(WRAPPER_PREFIXES):
+            name = name.split(".", 1)[1]
+        full_tensor = getattr(tensor, "full_tensor", None)
+        weights[name] = (full_tensor() if callable(full_tensor) else tensor).detach()
+    if any(name.startswith("base_model.model.") or ".lora_" in name for name in weights):
+        raise ConfigError(
+            "sync_weights got a PEFT model (names like 'base_model.model....lora_A...'): a generator serves "
+            "plain weights. Merge the adapters first (peft's merge_adapter(), then unmerge_adapter() after "
+            "the sync) and pass the base model (model.get_base_model())."
+        )
+    return weights
+
+
+def weight_mismatches(
+    weights: Mapping[str, Any],
+    expected: Mapping[str, tuple[int, ...]],
+    optional: frozenset[str] = frozenset(),
+) -> str | None:
+    """What keeps ``weights`` from replacing a model whose tensors have the ``expected`` names and shapes
+    (names in ``optional``, e.g. tied ones, may be absent), or None when they fit."""
+    problems = []
+    unknown = sorted(set(weights) - set(expected))
+    if unknown:
+        hints = []
+        for name in unknown[:5]:
+            close = difflib.get_close_matches(name, expected, n=1)
+            hints.append(f"{name!r} (nearest: {close[0]!r})" if close else repr(name))
+        problems.append(f"{len(unknown)} unknown name(s): {', '.join(hints)}")
+    missing = sorted(set(expected) - set(weights) - optional)
+    if missing:
+        problems.append(f"{len(missing)} missing: {', '.join(map(repr, missing[:5]))}")
+    shapes = [
+        f"{name!r} is {tuple(weights[name].shape)}, the model's is {tuple(shape)}"
+        for name, shape in expected.items()
+        if name in weights and tuple(weights[name].shape) != tuple(shape)
+    ]
+    if shapes:
+        problems.append(f"{len(shapes)} shape(s) differ: {'; '.join(shapes[:5])}")
+    return "; ".join(problems) + "." if problems else None
+
+
+def save_weights(weights: Mapping[str, Any], directory: str | Path, dtype: Any = None) -> Path:
+    """Write ``weights`` as ``model.safetensors`` in ``directory`` (made if needed), converted to ``dtype``
+    when given, and return the file. The file is replaced in one step, so a reader holding the old one
+    keeps it whole. A tensor sharing memory with an earlier one (tied weights) is written as a copy."""
+    from safetensors.torch import save_file
+
+    seen: set[int] = set()
+    tensors = {}
+    for name, tensor in weights.items():
+        tensor = tensor.detach().to("cpu", dtype=dtype or tensor.dtype).contiguous()
+        if tensor.untyped_storage().data_ptr() in seen:  # safetensors refuses tensors that share memory
+            tensor = tensor.clone()
+        seen.add(tensor.untyped_storage().data_ptr())
+        tensors[name] = tensor
+    path = Path(directory) / "model.safetensors"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")  # not *.safetensors: no loader picks it up half-written
+    save_file(tensors, str(partial), metadata={"format": "pt"})
+    os.replace(partial, path)
+    return path
+
+
+def _tied_partners(state: Mapping[str, Any]) -> dict[str, str]:
+    """Each name in ``state`` whose tensor shares memory with an earlier name's (tied weights): that name."""
+    first: dict[tuple[int, tuple[int, ...]], str] = {}
+    partners = {}
+    for name, tensor in state.items():
+        key = (tensor.data_ptr(), tuple(tensor.shape))
+        if key in first:
+            partners[name] = first[key]
+        first.setdefault(key, name)
+    return partners

@@ -1,7 +1,8 @@
 """The ``openai-chat`` generator: any OpenAI-compatible chat endpoint with server-side tool calls.
 
 For evaluating hosted models only: it captures no tokens or log-probabilities, so its trajectories cannot
-train. The env receives each reply as an assistant message dict with ``tool_calls``.
+train. The env receives each reply as an assistant message dict with ``tool_calls``. A conversation's seed,
+when given, goes as the request's ``seed`` (how far the endpoint honours it is the endpoint's affair).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from gym_swe.rollout.generators.base import SamplingParams
+from gym_swe.rollout.generators.base import SamplingParams, request_seeds
 
 
 @dataclass
@@ -64,15 +65,19 @@ class OpenAIChatGenerator:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]],
         params: SamplingParams,
+        seed: int | None,
     ) -> ChatSample:
         body = {
             "model": self.model,
             "messages": list(messages),
-            "tools": list(tools),
             "max_tokens": params.max_tokens,
             "temperature": params.temperature,
             "top_p": params.top_p,
         }
+        if tools:  # servers refuse an empty list ("omit the field entirely")
+            body["tools"] = list(tools)
+        if seed is not None:
+            body["seed"] = seed
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
@@ -111,12 +116,18 @@ class OpenAIChatGenerator:
         conversations: Sequence[Sequence[Mapping[str, Any]]],
         tools: Sequence[Sequence[Mapping[str, Any]]],
         params: SamplingParams,
+        seeds: Sequence[int | None] | None = None,
     ) -> list[ChatSample]:
+        """One reply per conversation, in order; ``seeds``: one per conversation, see `Generator.generate`."""
+        per_conversation = request_seeds(conversations, seeds)
         return list(
-            self._threads.map(lambda pair: self._chat(pair[0], pair[1], params), zip(conversations, tools))
+            self._threads.map(
+                lambda job: self._chat(job[0], job[1], params, job[2]),
+                zip(conversations, tools, per_conversation),
+            )
         )
 
-    def generate(self, prompts: Any, params: SamplingParams) -> list[ChatSample]:
+    def generate(self, prompts: Any, params: SamplingParams, seeds: Any = None) -> list[ChatSample]:
         raise TypeError("openai-chat generates from messages (generate_chat), not token ids")
 
     def sync_weights(self, model: Any) -> None:
