@@ -93,3 +93,36 @@ def test_codedebug_smoke_run_writes_everything(tiny_bpe_model: Path, tmp_path: P
     assert (run / "checkpoints" / "step_2" / "trainer_state.json").exists()
     before, after = weights(tiny_bpe_model), weights(run / "model")
     assert any(not torch.equal(before[name], after[name]) for name in before)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--loss", "grpo", "--advantage_scale", "batch", "--leave_one_out"],
+        ["--loss", "dr_grpo", "--recompute_old_logps", "--updates_per_batch", "2"],
+        ["--loss", "gspo", "--eps_low", "0.0003", "--eps_high", "0.0004", "--beta", "0.1"],
+        ["--loss", "cispo", "--dynamic_sampling", "--max_resample_rounds", "2", "--mask_truncated"],
+        [
+            "--lora",
+            "--lora_r",
+            "4",
+            "--lr_schedule",
+            "cosine",
+            "--warmup_steps",
+            "1",
+            "--geo_mask_threshold",
+            "2",
+        ],
+    ],
+    ids=["grpo-batch-loo", "dr_grpo-recompute", "gspo-kl", "cispo-dynamic", "lora-cosine"],
+)
+def test_every_loss_and_option_runs_a_step(tiny_bpe_model: Path, tmp_path: Path, options: list[str]) -> None:
+    train(*TOY_FLAGS, "--model", str(tiny_bpe_model), "--steps", "2", "--tasks_per_step", "2", "--group_size", "4",
+          "--learning_rate", "1e-2", "--max_tokens_per_microbatch", "64", "--output_dir", str(tmp_path),
+          "--run_name", "run", *options)  # fmt: skip
+    rows = metrics(tmp_path / "run")
+    assert len(rows) == 2 and all(abs(row["loss/policy"]) < 1e3 for row in rows)
+    if "--beta" in options:
+        assert rows[1]["loss/kl"] > 0  # the policy moved away from the reference
+    if "--lora" in options:
+        assert (tmp_path / "run" / "model" / "adapter_config.json").exists()
