@@ -49,7 +49,7 @@ from typing import Any
 from gym_swe.errors import ConfigError, GeneratorError, missing_dependency, unknown_name
 from gym_swe.rollout.chat import stop_token_ids
 from gym_swe.rollout.generators.base import Sample, SamplingParams, request_seeds
-from gym_swe.rollout.generators.hf import checkpoint_weights, save_weights, weight_mismatches
+from gym_swe.rollout.generators.weights import checkpoint_weights, save_weights, weight_mismatches
 
 CHUNKING_KWARGS = ("enable_chunked_prefill", "max_num_batched_tokens")
 SYNC_VIAS = ("auto", "memory", "disk")

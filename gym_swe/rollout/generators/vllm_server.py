@@ -44,8 +44,8 @@ from typing import Any
 from gym_swe.errors import ConfigError, GeneratorError, GymSweError, unknown_name
 from gym_swe.rollout.chat import stop_token_ids
 from gym_swe.rollout.generators.base import Sample, SamplingParams, request_seeds
-from gym_swe.rollout.generators.hf import checkpoint_weights, save_weights, weight_mismatches
 from gym_swe.rollout.generators.vllm_local import TIED_HEAD, WORKER_EXTENSION, bounded, checkpoint_shapes
+from gym_swe.rollout.generators.weights import checkpoint_weights, save_weights, weight_mismatches
 
 CONTEXT_ERRORS = ("maximum context length", "context length", "too long", "max_model_len", "longer than")
 SERVER_SYNC_VIAS = ("auto", "nccl", "disk")
