@@ -457,19 +457,25 @@ def pack_microbatches(lengths: Sequence[int], max_tokens: int) -> list[list[int]
     return batches
 
 
-def token_logprobs(
-    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, temperature: float
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """log p(token_t | tokens_<t) at each position t >= 1 (position 0 gets 0), at the sampling temperature,
-    and the entropy of each of those distributions (no gradient)."""
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
-    logits = logits / max(temperature, 1e-6)
-    logps = torch.log_softmax(logits, dim=-1)
-    chosen = logps.gather(2, input_ids[:, 1:, None])[..., 0]
-    with torch.no_grad():
-        entropy = -(logps.exp() * logps).sum(dim=-1)
-    pad = torch.zeros_like(chosen[:, :1])
-    return torch.cat([pad, chosen], dim=1), torch.cat([pad, entropy], dim=1)
+def token_logprobs(model: Any, batch: MicroBatch, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """log p(token | the tokens before it) over ``batch``'s last ``keep`` positions, at the sampling
+    temperature, and the entropy of each of those distributions (no gradient). Only those positions get
+    logits (``logits_to_keep``): a prompt's thousand tokens cost no vocabulary-wide softmax. The chosen
+    id's log-probability is its logit minus a logsumexp: no vocabulary-sized log-softmax is kept."""
+    positions = (batch.attention.cumsum(dim=-1) - 1).clamp(min=0).long()  # left padding: rows start at 0
+    inputs = {"input_ids": batch.ids, "attention_mask": batch.attention, "position_ids": positions}
+    try:
+        logits = model(**inputs, logits_to_keep=batch.keep + 1).logits
+    except TypeError:  # a model without logits_to_keep computes every position's
+        logits = model(**inputs).logits
+    logits = logits[:, -(batch.keep + 1) : -1].float() / max(temperature, 1e-6)
+    normaliser = torch.logsumexp(logits, dim=-1)
+    logps = logits.gather(2, batch.ids[:, -batch.keep :, None])[..., 0] - normaliser
+    with torch.no_grad():  # row by row: one vocabulary-sized probability tensor at a time
+        entropy = torch.stack(
+            [n - (torch.softmax(row, -1) * row).sum(-1) for n, row in zip(normaliser, logits)]
+        )
+    return logps, entropy
 
 
 # --- the parts of a step ----------------------------------------------------------------------------------
@@ -641,11 +647,34 @@ def rows_of(rollout_: Rollout, advantages: torch.Tensor) -> list[Row]:
     return rows
 
 
-def padded(rows: list[Row], index: list[int], attr: str) -> torch.Tensor:
-    """One field of the rows ``index``, right-padded with 0 ("attention": 1 over each row's ids)."""
-    width = max(len(rows[i].ids) for i in index)
-    values = [torch.ones(len(rows[i].ids)) if attr == "attention" else getattr(rows[i], attr) for i in index]
-    return torch.stack([F.pad(v, (0, width - len(v))) for v in values])
+class MicroBatch:
+    """Rows left-padded to one width, so that they all end together; logits are computed for the last
+    ``keep`` positions only: from the earliest sampled token of any row to the end."""
+
+    def __init__(self, rows: list[Row], device: Any) -> None:
+        self.rows, self.device = rows, device
+        width = max(len(row.ids) for row in rows)
+        self.keep = max(len(row.ids) - int(row.mask.nonzero()[0]) for row in rows)
+        self.ids = _left_padded([row.ids for row in rows], width).long().to(device)
+        self.attention = _left_padded([torch.ones(len(row.ids)) for row in rows], width).to(device)
+
+    def tail(self, attr: str) -> torch.Tensor:
+        """A per-token field of the rows over the last ``keep`` positions, (rows, keep)."""
+        return _left_padded([getattr(row, attr)[-self.keep :] for row in self.rows], self.keep).to(
+            self.device
+        )
+
+    def store(self, attr: str, values: torch.Tensor) -> None:
+        """Set a per-token field of each row from (rows, keep) values (positions before them: 0)."""
+        for row, tail in zip(self.rows, values.detach().cpu()):
+            span = min(self.keep, len(row.ids))
+            full = torch.zeros(len(row.ids))
+            full[len(row.ids) - span :] = tail[self.keep - span :]
+            setattr(row, attr, full)
+
+
+def _left_padded(values: list[torch.Tensor], width: int) -> torch.Tensor:
+    return torch.stack([F.pad(value, (width - len(value), 0)) for value in values])
 
 
 def forward_each(
@@ -655,10 +684,8 @@ def forward_each(
     model.eval()
     with torch.no_grad():
         for index in filter(None, batches):
-            ids, attention = padded(rows, index, "ids").long(), padded(rows, index, "attention")
-            logps, _ = token_logprobs(model, ids.to(device), attention.to(device), args.temperature)
-            for row, values in zip(index, logps.cpu()):
-                setattr(rows[row], attr, values[: len(rows[row].ids)])
+            batch = MicroBatch([rows[i] for i in index], device)
+            batch.store(attr, token_logprobs(model, batch, args.temperature)[0])
 
 
 def update(
@@ -683,44 +710,27 @@ def update(
             with contextlib.nullcontext() if last else accelerator.no_sync(model):
                 if not index:  # nothing to learn from here: an empty backward keeps the processes in step
                     dummy = torch.zeros((1, 2), dtype=torch.long, device=device)
-                    logps, _ = token_logprobs(model, dummy, torch.ones_like(dummy), args.temperature)
-                    accelerator.backward(logps.sum() * 0.0)
+                    accelerator.backward(model(input_ids=dummy).logits.sum() * 0.0)
                     continue
-                ids = padded(rows, index, "ids").long().to(device)
-                mask = padded(rows, index, "mask").to(device)
-                attention = padded(rows, index, "attention").to(device)
-                logps, entropy = token_logprobs(model, ids, attention, args.temperature)
-                for row, values in zip(index, logps.detach().cpu()):
-                    if rows[row].old_logps is None:  # the first pass sees the weights that sampled
-                        rows[row].old_logps = values[: len(rows[row].ids)]
-                old = padded(rows, index, "old_logps").to(device)
+                batch = MicroBatch([rows[i] for i in index], device)
+                logps, entropy = token_logprobs(model, batch, args.temperature)
+                if batch.rows[0].old_logps is None:  # the first pass sees the weights that sampled
+                    batch.store("old_logps", logps)
+                mask, old = batch.tail("mask"), batch.tail("old_logps")
                 weights = None
-                if all(rows[i].gen_logps is not None for i in index):
-                    gen = padded(rows, index, "gen_logps").to(device)
+                if all(row.gen_logps is not None for row in batch.rows):
                     weights, stats = truncated_is_weights(
-                        old, gen, mask, args.tis_cap, args.geo_mask_threshold
+                        old, batch.tail("gen_logps"), mask, args.tis_cap, args.geo_mask_threshold
                     )
                     mismatch.append(stats)
-                advantages = torch.tensor([rows[i].advantage for i in index], device=device)
-                ref = padded(rows, index, "ref_logps").to(device) if args.beta > 0 else None
+                advantages = torch.tensor([row.advantage for row in batch.rows], device=device)
+                ref = batch.tail("ref_logps") if args.beta > 0 else None
                 loss, stats = grpo_loss(
-                    logps,
-                    old,
-                    advantages,
-                    mask,
-                    args.loss,
-                    args.eps_low,
-                    args.eps_high,
-                    weights,
-                    ref,
-                    args.beta,
-                    total_tokens,
-                    total_sequences,
-                    args.max_model_len,
-                )
-                accelerator.backward(
-                    loss * world
-                )  # DDP averages over processes; the loss is the global one's share
+                    logps, old, advantages, mask, args.loss, args.eps_low, args.eps_high, weights, ref,
+                    args.beta, total_tokens, total_sequences, args.max_model_len,
+                )  # fmt: skip
+                # DDP averages gradients over processes: each process's loss is its share of the batch's
+                accelerator.backward(loss * world)
                 sums["loss"] += float(loss.detach())
                 sums["clipped_low"] += float(stats["clipped_low"])
                 sums["clipped_high"] += float(stats["clipped_high"])

@@ -180,3 +180,23 @@ def test_openai_chat_samples_differ_and_seeds_repeat(vllm_server: VLLMServer, ti
     assert [s.error for s in seeded] == [None] * 3
     assert seeded[0].text == seeded[2].text != seeded[1].text
     generator.close()
+
+
+def test_the_hf_sampler_draws_from_the_distribution_it_is_given() -> None:
+    """Inverse-CDF sampling: frequencies match the probabilities, an id of probability 0 never comes."""
+    import torch
+
+    from gym_swe.rollout.generators.hf import _Sampler
+
+    probabilities = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.0])
+    scores = torch.log(probabilities).expand(20_000, 5).clone()
+    generator = torch.Generator().manual_seed(7)
+    seeded = _Sampler(torch, [generator] * 20_000)
+    counts = torch.zeros(5)
+    for sampler in (seeded, _Sampler(torch, [None] * 20_000)):
+        chosen = sampler(None, scores).argmax(dim=-1)
+        counts += torch.bincount(chosen, minlength=5)
+        assert torch.allclose(sampler.logprobs[0], torch.log(probabilities[chosen]))
+    frequencies = counts / counts.sum()
+    assert frequencies[4] == 0
+    assert torch.allclose(frequencies[:4], probabilities[:4], atol=0.01), frequencies
