@@ -82,7 +82,7 @@ class Args:
     env_kwargs: str = ""
     """More kwargs for the env, as JSON: '{"reward": "fraction", "show_tests": "full"}'."""
     eval_holdout: int = 4
-    """Tasks held out of training, evaluated every ``eval_every`` steps (0: no eval)."""
+    """Tasks held out of training and evaluated every ``eval_every`` steps (none with eval_every 0)."""
     train_task_ids: str = ""
     """Comma-separated task ids to train on (default: every task not held out)."""
     eval_task_ids: str = ""
@@ -291,6 +291,10 @@ def validate(args: Args) -> None:
             "give --eval_task_ids or --eval_holdout, not both",
         ),
         (
+            args.eval_every == 0 and (changed("eval_holdout") or bool(args.eval_task_ids)),
+            "--eval_holdout and --eval_task_ids need --eval_every N: without it nothing is evaluated",
+        ),
+        (
             args.warmup_steps >= args.steps > 0 and args.warmup_steps > 0,
             "--warmup_steps must be below --steps",
         ),
@@ -468,7 +472,9 @@ def token_logprobs(model: Any, batch: MicroBatch, temperature: float) -> tuple[t
         logits = model(**inputs, logits_to_keep=batch.keep + 1).logits
     except TypeError:  # a model without logits_to_keep computes every position's
         logits = model(**inputs).logits
-    logits = logits[:, -(batch.keep + 1) : -1].float() / max(temperature, 1e-6)
+    logits = logits[:, -(batch.keep + 1) : -1].float()
+    if temperature != 1.0:  # (at 1, no vocabulary-sized copy)
+        logits = logits / max(temperature, 1e-6)
     normaliser = torch.logsumexp(logits, dim=-1)
     logps = logits.gather(2, batch.ids[:, -batch.keep :, None])[..., 0] - normaliser
     with torch.no_grad():  # row by row: one vocabulary-sized probability tensor at a time
@@ -520,7 +526,8 @@ def split_tasks(args: Args, task_ids: list[str]) -> tuple[list[str], list[str]]:
     if args.eval_task_ids:
         held = [t for t in args.eval_task_ids.split(",") if t]
     else:
-        held = shuffled[len(shuffled) - args.eval_holdout :] if args.eval_holdout else []
+        evaluating = args.eval_holdout and args.eval_every
+        held = shuffled[len(shuffled) - args.eval_holdout :] if evaluating else []
     train = [t for t in args.train_task_ids.split(",") if t] or [t for t in shuffled if t not in held]
     if not train:
         raise ConfigError(f"no task left to train on ({len(task_ids)} tasks, {len(held)} held out for eval)")
@@ -995,9 +1002,11 @@ def main(args: Args) -> dict[str, Any]:
         # UPDATE (an in-process vLLM engine may give its GPU memory back meanwhile)
         if args.vllm_sleep:
             generator.release_memory()
+        update_started = time.monotonic()
         metrics = update(
             args, accelerator, model, ref_model, optimizer, scheduler, rows_of(batch, advantages)
         )
+        metrics["perf/update_seconds"] = time.monotonic() - update_started
         version += 1
         if pool is None:
             sync_generator(args, accelerator, generator, model)
@@ -1027,6 +1036,7 @@ def main(args: Args) -> dict[str, Any]:
                 "rollout/env_seconds": sum(turn.env_seconds for turn in turns),
                 "rollout/generate_seconds": sum(turn.generate_seconds for turn in turns),
                 "rollout/seconds": batch.seconds,
+                "rollout/sampled_tokens": sampled,
                 "async/staleness": version - 1 - batch.version,
                 "perf/step_seconds": time.monotonic() - started,
                 "perf/tokens_per_s": sampled / max(time.monotonic() - started, 1e-9),

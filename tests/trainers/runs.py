@@ -58,15 +58,4 @@ def weights(path: Path) -> dict[str, torch.Tensor]:
     return load_file(str(path / "model.safetensors"))
 
 
-TOY_FLAGS = [
-    "--env",
-    TOY,
-    "--max_turns",
-    "2",
-    "--max_new_tokens",
-    "8",
-    "--eval_holdout",
-    "2",
-    "--eval_every",
-    "0",
-]
+TOY_FLAGS = ["--env", TOY, "--max_turns", "2", "--max_new_tokens", "8", "--eval_every", "0"]

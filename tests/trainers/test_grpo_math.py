@@ -191,6 +191,7 @@ def test_pack_microbatches_respects_the_padded_budget() -> None:
     (["--model", "m", "--loss", "ppo"], "Unknown loss 'ppo'"),
     (["--model", "m", "--generator", "vllm", "--generation_batch_size", "4"], "for --generator hf"),
     (["--model", "m", "--eval_holdout", "0"], "--eval_every needs tasks"),
+    (["--model", "m", "--eval_every", "0", "--eval_holdout", "2"], "nothing is evaluated"),
 ])  # fmt: skip
 def test_config_errors_say_why(flags: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
