@@ -26,6 +26,7 @@ GROUPS = {
     "test_containment.py": "sandbox containment (attacks)",
     "test_faults.py": "faults",
     "test_bad_input.py": "bad input",
+    "test_fuzz_actions.py": "fuzzed actions (hypothesis) and the reported crashes",
     "test_protocol.py": "forged executor frames (faults)",
 }
 
