@@ -2,9 +2,9 @@
 
     gym-swe envs                                   the registered envs, their task sources and counts
     gym-swe play ENV [--task-id ID] [--tasks SRC] [--sandbox local|docker]
-    gym-swe validate --env ENV [--tasks SRC] [--sandbox local|docker] [--json PATH]
+    gym-swe validate --env ENV [--tasks SRC] [--sandbox local|docker] [--json PATH] [-v] [--exclude-test ID]
                                                    gold fix -> resolved, no fix -> not, for every task
-    gym-swe prepare --tasks SRC                    checkouts and environments for local SWE sandboxes
+    gym-swe prepare --tasks SRC [--task-id ID]     checkouts and environments for local SWE sandboxes
     gym-swe eval --env ENV --generator hf|vllm|vllm-server|openai-chat --model M [-n 4] [--out PATH]
     gym-swe view trajectories.jsonl [-o PAGE.html] [--outcome resolved|unresolved|failed] [--min-reward R]
     gym-swe images build [--method auto|debootstrap|python] [--name NAME] [--force] [--tasks SRC]
@@ -44,16 +44,25 @@ def _images_build(args: argparse.Namespace) -> int:
 
 def _prepare(args: argparse.Namespace) -> int:
     from gym_swe.tasks.environments import prepare_environment
-    from gym_swe.tasks.repos import RepoSource, checkout
+    from gym_swe.tasks.repos import RepoSource
     from gym_swe.tasks.swe import load_swe_tasks
 
     source = RepoSource(args.repo_source)
     tasks = load_swe_tasks(args.tasks)
-    for task in tasks:
-        checkout(task, source)
-        prepare_environment(task, source)
-    print(f"prepared {len(tasks)} task(s) of {args.tasks!r}")
-    return 0
+    selected = [tasks.get(task_id) for task_id in args.task_id] if args.task_id else list(tasks)
+    failed: list[tuple[str, str]] = []
+    for task in selected:  # one task's failure does not stop the others: all are reported at the end
+        try:
+            prepared = prepare_environment(task, source)
+        except GymSweError as error:
+            failed.append((task.instance_id, str(error)))
+            print(f"{task.instance_id}: FAILED", flush=True)
+            continue
+        print(f"{task.instance_id}: ready (Python {prepared.python}, {prepared.path})", flush=True)
+    print(f"prepared {len(selected) - len(failed)}/{len(selected)} task(s) of {args.tasks!r}")
+    for task_id, message in failed:
+        print(f"\n{task_id}: {message}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -66,8 +75,9 @@ def _validate(args: argparse.Namespace) -> int:
         workers=args.workers,
         repo_source=args.repo_source,
         task_ids=args.task_id,
+        exclude_tests=args.exclude_test or (),
     )
-    print_table(rows)
+    print_table(rows, verbose=args.verbose)
     if args.json:
         import json
 
@@ -352,6 +362,10 @@ def _command(
     )
 
 
+REPO_SOURCE_HELP = (
+    "SWE tasks: a directory of repository mirrors (owner__name.git, owner/name.git, owner/name, name.git) "
+    "or a JSON file mapping 'owner/name' to a path or URL"
+)
 SANDBOX_HELP = "where agent commands run: local (a bubblewrap jail per episode) or docker (a container)"
 
 
@@ -399,18 +413,27 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--task-id", action="append", help="only this task (repeatable)")
     validate.add_argument("--sandbox", default="local", choices=["local", "docker"], help=SANDBOX_HELP)
     validate.add_argument("--workers", type=int, default=2, help="tasks graded at once")
-    validate.add_argument("--repo-source", help="SWE tasks: a directory of repository mirrors")
-    validate.add_argument("--json", help="write the report as JSON to this path")
+    validate.add_argument("--repo-source", help=REPO_SOURCE_HELP)
+    validate.add_argument(
+        "--exclude-test", action="append", metavar="ID",
+        help="SWE tasks: leave out this test id, e.g. one that needs the network (repeatable)",
+    )  # fmt: skip
+    validate.add_argument(
+        "-v", "--verbose", action="store_true", help="print each test's outcome and the test runs' log tails"
+    )
+    validate.add_argument("--json", help="write the report (per-test outcomes, log tails) to this path")
     validate.set_defaults(handler=_validate)
 
     prepare = _command(
         commands,
         "prepare",
         "make checkouts and environments for local SWE sandboxes (the network is used here only)",
-        ["gym-swe prepare --tasks bundled"],
-    )
+        ["gym-swe prepare --tasks bundled",
+         "gym-swe prepare --tasks lite.parquet --task-id pallets__flask-4992 --repo-source mirrors"],
+    )  # fmt: skip
     prepare.add_argument("--tasks", default="bundled", help="SWE task source")
-    prepare.add_argument("--repo-source", help="a directory of repository mirrors")
+    prepare.add_argument("--task-id", action="append", help="only this task (repeatable)")
+    prepare.add_argument("--repo-source", help=REPO_SOURCE_HELP)
     prepare.set_defaults(handler=_prepare)
 
     evaluate = _command(

@@ -327,3 +327,20 @@ def test_view_filters_by_outcome_and_reward(tmp_path: Path) -> None:
     assert page.count('class="episode"') == 1 and ">c #0<" in page
     result = gym_swe("view", str(tmp_path / "t.jsonl"), "--min-reward", "0.5", "-o", str(tmp_path / "r.html"))
     assert "1 of 3 episodes" in result.stdout and ">a #0<" in (tmp_path / "r.html").read_text()
+
+
+def test_prepare_and_validate_options_for_real_swe_tasks() -> None:
+    prepare = gym_swe("prepare", "--help").stdout
+    assert "--task-id TASK_ID" in prepare and "only this task (repeatable)" in prepare
+    assert "owner/name.git" in prepare and "JSON file mapping" in prepare
+    validate = gym_swe("validate", "--help").stdout
+    assert "--exclude-test ID" in validate and "-v, --verbose" in validate
+
+
+def test_a_repo_source_that_is_not_there_is_one_line(tmp_path: Path) -> None:
+    result = gym_swe("prepare", "--tasks", "bundled", "--repo-source", str(tmp_path / "mirrors"))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"gym-swe: error: repo source '{tmp_path / 'mirrors'}' does not exist")
+    assert len(result.stderr.strip().splitlines()) == 1
+    result = gym_swe("prepare", "--tasks", "bundled", "--task-id", "gymswe__semverkit-99")
+    assert result.returncode == 2 and "Did you mean" in result.stderr

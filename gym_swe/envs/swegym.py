@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,9 +16,9 @@ from gym_swe.grading.repository import grade_repository, probe_environment
 from gym_swe.sandbox import Sandbox
 from gym_swe.sandbox.local import SOURCE_MODES
 from gym_swe.tasks.base import TaskSet
-from gym_swe.tasks.environments import environment_variables, logger, prepare_environment
+from gym_swe.tasks.environments import logger, prepare_environment
 from gym_swe.tasks.images import stripped_image
-from gym_swe.tasks.repos import RepoSource, checkout
+from gym_swe.tasks.repos import RepoSource
 from gym_swe.tasks.swe import (
     CONDA_PATH,
     IMAGE_NAMINGS,
@@ -26,6 +26,7 @@ from gym_swe.tasks.swe import (
     docker_image,
     load_swe_tasks,
     uses_conda_testbed,
+    without_tests,
 )
 
 WORKDIR = "/testbed"
@@ -79,8 +80,8 @@ class SWEGymEnv(ToolEnv):
 
     ## Starting State
     ``/testbed``: the repository at base_commit, on every backend. Local sandboxes get a copy-on-write view
-    of a prepared checkout and the task's prepared environment (a virtual environment, read-only, first on
-    PATH); docker sandboxes run the task's image.
+    of a prepared checkout (with what the environment's install commands built) and the task's prepared
+    environment (a virtual environment, read-only, first on PATH); docker sandboxes run the task's image.
 
     ## Episode End
     Terminated after ``submit``; truncated at ``max_turns`` (registered as ``max_episode_steps``; pass both
@@ -99,6 +100,14 @@ class SWEGymEnv(ToolEnv):
       ``strip_history`` (True): official images hold whole repositories, whose later commits contain the
       fix, so their history after base_commit is removed once per image (a derived, cached image).
     - ``hints``: include the maintainers' hints in the prompt (False).
+    - ``exclude_tests``: test ids (exactly as in the records) taken out of every task's FAIL_TO_PASS /
+      PASS_TO_PASS: tests that cannot pass where the tasks run (a record's own ``exclude_tests`` field does
+      the same for one task). Ids that are log fragments (``'[100%]'``) are dropped at load, with a warning.
+    - ``environment`` (a record field, for local sandboxes): how the task's venv is made, e.g.
+      ``{"python": "3.9", "packages": ["pytest==7.4.4"], "install": ["pip install -e ."],
+      "env": {"KEY": "value"}}``; see `gym_swe.tasks.swe.Environment` and docs/swebench.md. Without it: the
+      system's python3, a pinned pytest, no install step, and ``SETUPTOOLS_SCM_PRETEND_VERSION`` set to the
+      record's ``version``. ``gym-swe prepare`` builds it ahead of time.
     - ``test_timeout``: seconds the graded test run may take (1800).
     - ``max_turns`` (50), ``reward``, ``format_penalty``, ``max_observation_chars``, ``max_context_chars``,
       ``tools``, ``tool_options``, ``render_mode``.
@@ -116,6 +125,7 @@ class SWEGymEnv(ToolEnv):
         image_naming: str = "auto",
         strip_history: bool = True,
         test_timeout: float = 1800.0,
+        exclude_tests: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         if source_mode not in SOURCE_MODES:
@@ -126,6 +136,9 @@ class SWEGymEnv(ToolEnv):
             raise ConfigError(f"hints must be True or False, got {hints!r}")
         if not isinstance(test_timeout, (int, float)) or test_timeout <= 0:
             raise ConfigError(f"test_timeout must be a positive number of seconds, got {test_timeout!r}")
+        if isinstance(exclude_tests, str) or not all(isinstance(name, str) for name in exclude_tests):
+            raise ConfigError(f"exclude_tests must be a list of test ids, got {exclude_tests!r}")
+        self.exclude_tests = tuple(exclude_tests)
         self.hints = hints
         self.repo_source = RepoSource(repo_source)
         self.source_mode = source_mode
@@ -141,7 +154,17 @@ class SWEGymEnv(ToolEnv):
     def _load_tasks(self, source: str) -> TaskSet[SWETask]:
         if not isinstance(source, str):
             raise ConfigError(f"tasks must be a source name or a file path, got {type(source).__name__}")
-        return load_swe_tasks(source)
+        tasks = load_swe_tasks(source)
+        if not self.exclude_tests:
+            return tasks
+        known = {name for task in tasks for name in (*task.fail_to_pass, *task.pass_to_pass)}
+        unknown = [name for name in self.exclude_tests if name not in known]
+        if unknown:
+            raise ConfigError(
+                f"exclude_tests: {unknown} are not FAIL_TO_PASS or PASS_TO_PASS ids of any task in "
+                f"{source!r}; give ids exactly as the records have them"
+            )
+        return TaskSet([without_tests(task, self.exclude_tests) for task in tasks], tasks.source)
 
     def image_for(self, task: SWETask) -> str:
         if isinstance(self.image, str):
@@ -157,14 +180,8 @@ class SWEGymEnv(ToolEnv):
                 image = stripped_image(task, image, log=logger.info)
             env = {"PATH": CONDA_PATH, "CONDA_DEFAULT_ENV": "testbed"} if uses_conda_testbed(image) else {}
             return {"image": image, "workdir": WORKDIR, "env": env}
-        venv = prepare_environment(task, self.repo_source)
-        return {
-            "workdir": WORKDIR,
-            "source": checkout(task, self.repo_source),
-            "source_mode": self.source_mode,
-            "ro_binds": {str(venv): str(venv)},
-            "env": environment_variables(venv),
-        }
+        prepared = prepare_environment(task, self.repo_source)
+        return {"workdir": WORKDIR, "source_mode": self.source_mode, **prepared.sandbox_options()}
 
     def _prepare(self, task: SWETask, sandbox: Sandbox) -> None:
         pass  # the checkout (local) or the image (docker) is the starting state

@@ -98,7 +98,24 @@ def probe(workdir):
     return 0
 
 
+def installed_into(workdir):
+    """The entries under the workspace that the environment's site-packages put on sys.path: an editable
+    install of a src layout (``pip install -e .``) adds ``WORKDIR/src`` through a .pth file there."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    kept = []
+    for entry in sys.path[1:]:  # sys.path[0] is this script's directory
+        if not entry or entry == here:
+            continue
+        real = os.path.realpath(entry)
+        if real != workdir and real.startswith(workdir + os.sep):
+            kept.append(entry)
+    return kept
+
+
 def run(workdir, plugins, args):
+    # Read before sys.path changes; these come from the prepared venv's .pth files, which the agent cannot
+    # change (the venv is read-only): only the modules they lead to are the workspace's.
+    editable = installed_into(workdir)
     sys.path[:] = outside(workdir)
     import pytest
 
@@ -107,7 +124,8 @@ def run(workdir, plugins, args):
             __import__(module)
         except Exception as error:  # a plugin that does not import is left to pytest's own error
             sys.stderr.write("gym_swe: plugin %s does not import: %s\n" % (module, error))
-    sys.path.insert(0, workdir)
+    # The code under test is found as `python -m pytest` would find it, now that the runner is imported.
+    sys.path[0:0] = [workdir, *editable]
     options = []
     for module in plugins:
         options += ["-p", module]

@@ -32,6 +32,7 @@ run and (b) a way to find each id's outcome in the report, despite the ids' real
    ``test_name (module.ClassName.test_name)``; first lines of docstrings, which Django prints instead of the
    name ("Named URLs should be reversible"); sympy's bare function names ``test_foo``; and stray log fragments
    (``[100%]``). `parse_test_id` classifies them; `unsupported` lists them; they always match "not_run".
+   Log fragments name no test at all (`is_log_fragment`): task loaders drop them with a warning.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ __all__ = [
     "JUnitReportError",
     "TestId",
     "files_to_run",
+    "is_log_fragment",
     "junit_outcomes",
     "match_outcomes",
     "normalise",
@@ -212,6 +214,20 @@ def files_to_run(ids: Iterable[str]) -> list[str]:
     """
     files = {test.file for test in map(parse_test_id, ids) if test.file is not None}
     return sorted(files)
+
+
+# What SWE-bench's log parser picked up from pytest's progress lines (``[100%]``, ``[``,
+# ``[100%]------``): brackets, digits, percent signs, rules and spaces, and nothing that could name a test.
+_LOG_FRAGMENT = re.compile(r"[\s\[\]\d%=\-]*")
+
+
+def is_log_fragment(raw: str) -> bool:
+    """True for a dataset id that is a stray piece of pytest's progress output, not a test of any runner.
+
+    >>> [is_log_fragment(raw) for raw in ("[100%]", "[", "[100%]------", "test_x", "t.py::test[1]")]
+    [True, True, True, False, False]
+    """
+    return _LOG_FRAGMENT.fullmatch(raw) is not None
 
 
 def unsupported(ids: Iterable[str]) -> list[str]:

@@ -29,8 +29,12 @@ def dockerfile(task: SWETask, base: str) -> str:
         "COPY repo /testbed",
         f"RUN python3 -m venv --system-site-packages {VENV}",
     ]
-    if spec.packages:
-        packages = " ".join(shlex.quote(p) for p in spec.packages)
+    # The base image's python and pytest serve (environment.python is for local sandboxes): a pytest is
+    # asked for only by name, so the one the image has satisfies it without a download.
+    requirements = spec.packages + (("pytest",) if spec.pytest_requirement((3, 11)) else ())
+    lines += [f"ENV {name}={json.dumps(value)}" for name, value in spec.env]
+    if requirements:
+        packages = " ".join(shlex.quote(p) for p in requirements)
         lines.append(f"RUN {VENV}/bin/python -m pip install --quiet --disable-pip-version-check {packages}")
     lines += [f"ENV PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
               f"ENV VIRTUAL_ENV={VENV}", "WORKDIR /testbed"]  # fmt: skip

@@ -9,6 +9,7 @@ grading run gets its own copy-on-write view or copy of it.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -57,37 +58,82 @@ def git(*args: str, cwd: Path | None = None) -> str:
     return done.stdout
 
 
+MIRROR_LAYOUTS = ("{owner}__{name}.git", "{owner}__{name}", "{owner}/{name}.git", "{owner}/{name}",
+                  "{name}.git", "{name}", "{name}.bundle", "{owner}__{name}.bundle")  # fmt: skip
+
+
 class RepoSource:
     """Where repositories come from.
 
-    ``None``: the bundled repositories (git bundles shipped with gym_swe). A directory: local mirrors named
-    ``owner__name.git``, ``owner__name``, ``owner/name.git``, ``owner/name`` or ``name.bundle``. A mapping:
-    ``{"owner/name": "<url or path>"}`` per repository.
+    ``None``: the bundled repositories (git bundles shipped with gym_swe). A directory of local mirrors, each
+    laid out as one of `MIRROR_LAYOUTS` (``pallets__flask.git``, ``pallets/flask.git``, ``pallets/flask``,
+    ``flask.git``, ...). A mapping ``{"owner/name": "<url or path>"}``, or the path of a JSON file holding
+    one (relative paths in it are relative to the file). Relative paths are taken from the current
+    directory, once, here.
     """
 
     def __init__(self, source: str | Path | Mapping[str, str] | None = None) -> None:
-        self.source = source
+        self.source: Path | dict[str, str] | None
+        if source is None:
+            self.source = None
+        elif isinstance(source, Mapping):
+            self.source = {str(repo): str(location) for repo, location in source.items()}
+        else:
+            path = Path(source).expanduser().absolute()
+            if path.is_file():
+                self.source = _read_mapping(path)
+            elif path.is_dir():
+                self.source = path
+            else:
+                raise TaskError(
+                    f"repo source {str(source)!r} does not exist ({path}); give a directory of repository "
+                    "mirrors or a JSON file mapping 'owner/name' to a mirror's path or URL"
+                )
 
     def location(self, repo: str) -> str:
         owner, _, name = repo.partition("/")
-        if isinstance(self.source, Mapping):
+        if isinstance(self.source, dict):
             if repo not in self.source:
-                raise TaskError(f"repo_source has no entry for {repo!r} (it has {sorted(self.source)})")
-            return str(self.source[repo])
-        directory = Path(self.source) if self.source is not None else bundled_data_dir()
-        candidates = [f"{owner}__{name}.git", f"{owner}__{name}", f"{owner}/{name}.git", f"{owner}/{name}",
-                      f"{name}.bundle", f"{owner}__{name}.bundle"]  # fmt: skip
+                raise TaskError(
+                    f"the repo source mapping has no entry for {repo!r} (it has {sorted(self.source)}); "
+                    f'add "{repo}": "<path or URL of a clone>"'
+                )
+            return self.source[repo]
+        directory = self.source if self.source is not None else bundled_data_dir()
+        candidates = [layout.format(owner=owner, name=name) for layout in MIRROR_LAYOUTS]
         for candidate in candidates:
-            if (directory / candidate).exists():
-                return str(directory / candidate)
-        hint = (
-            ""
-            if self.source is not None
-            else " Pass repo_source= a directory of mirrors for non-bundled tasks."
-        )
+            path = directory / candidate
+            if path.is_file() if path.suffix == ".bundle" else _is_repository(path):
+                return str(path)
+        if self.source is None:
+            raise TaskError(
+                f"{repo!r} is not a bundled repository; pass repo_source= (--repo-source) a directory of "
+                f"mirrors, made with `git clone --mirror https://github.com/{repo} DIR/{owner}__{name}.git`"
+            )
         raise TaskError(
-            f"no repository for {repo!r} in {directory} (looked for {', '.join(candidates)}).{hint}"
+            f"no mirror of {repo!r} in {directory} (looked for {', '.join(candidates)}); make one with "
+            f"`git clone --mirror https://github.com/{repo} {directory / candidates[0]}`"
         )
+
+
+def _is_repository(path: Path) -> bool:
+    """A bare repository or a working copy (a plain directory of the same name is neither)."""
+    return ((path / "HEAD").is_file() and (path / "objects").is_dir()) or (path / ".git").exists()
+
+
+def _read_mapping(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise TaskError(f"repo source {path} is a file but not a JSON mapping: {error}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise TaskError(f'repo source {path} must be a JSON object like {{"owner/name": "path or URL"}}')
+    resolved = {}
+    for repo, location in data.items():
+        local = Path(location).expanduser()
+        is_url = "://" in location or (":" in location and not local.exists())
+        resolved[repo] = location if is_url else str((path.parent / local).absolute())
+    return resolved
 
 
 def mirror(repo: str, source: RepoSource, refresh: bool = False) -> Path:
@@ -130,7 +176,9 @@ def checkout(task: SWETask, source: RepoSource | None = None) -> Path:
                     git(*fetch, str(mirror(task.repo, source, refresh=True)), task.base_commit, cwd=work)
                 except TaskError as error:
                     raise TaskError(
-                        f"{task.instance_id}: base commit {task.base_commit} not in {task.repo}: {error}"
+                        f"{task.instance_id}: base commit {task.base_commit} is not in the mirror of "
+                        f"{task.repo} ({source.location(task.repo)}); update the mirror (git fetch) or check "
+                        f"the record's base_commit. git said: {error}"
                     ) from None
             git("checkout", "--quiet", "-B", "main", "FETCH_HEAD", cwd=work)
             git("config", "user.name", "gym_swe agent", cwd=work)

@@ -1,7 +1,8 @@
 """Repository-level tasks in the SWE-bench / SWE-Gym schema.
 
 Sources: ``"bundled"`` (12 tasks over 3 small repositories written for gym_swe, shipped as git bundles),
-``"swe-gym"``, ``"swe-gym-lite"``, ``"swe-bench-lite"``, ``"swe-bench-verified"`` (through ``datasets``), or
+``"swe-gym"``, ``"swe-gym-lite"``, ``"swe-bench-lite"`` (and its dev split, ``"swe-bench-lite-dev"``),
+``"swe-bench-verified"`` (through ``datasets``), or
 a path to a .jsonl/.parquet file in that schema. FAIL_TO_PASS / PASS_TO_PASS may be lists or JSON-encoded
 strings (as in the SWE-bench parquet files).
 """
@@ -10,52 +11,114 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from gym_swe.errors import TaskFormatError
+from gym_swe.grading.test_ids import is_log_fragment
 from gym_swe.tasks.base import TaskSet, load_source, read_hub_rows, read_rows, require_fields
+from gym_swe.tasks.swebench_specs import swebench_environment
 
 # Hugging Face datasets behind the named sources: (repository, config, split).
 HUB_SOURCES = {
     "swe-gym": ("SWE-Gym/SWE-Gym", None, "train"),
     "swe-gym-lite": ("SWE-Gym/SWE-Gym-Lite", None, "train"),
     "swe-bench-lite": ("SWE-bench/SWE-bench_Lite", None, "test"),
+    "swe-bench-lite-dev": ("SWE-bench/SWE-bench_Lite", None, "dev"),
     "swe-bench-verified": ("SWE-bench/SWE-bench_Verified", None, "test"),
 }
+logger = logging.getLogger("gym_swe")
 REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "test_patch")
+
+
+ENVIRONMENT_KEYS = ("python", "packages", "install", "env")
+# The pytest a task environment gets when its packages name none, by the interpreter's (major, minor): the
+# newest release that still supports it.
+DEFAULT_PYTEST = ((3, 8), "pytest==8.3.5"), ((3, 7), "pytest==7.4.4"), ((3, 6), "pytest==7.0.1")
+OLDEST_PYTEST = "pytest==6.2.5"
+SCM_VERSION = "SETUPTOOLS_SCM_PRETEND_VERSION"
 
 
 @dataclass(frozen=True)
 class Environment:
-    """How a task's environment is set up (for local sandboxes; docker images carry their own)."""
+    """How a task's environment is set up for local sandboxes (docker images carry their own).
+
+    In a record it is the ``environment`` field, an object (or a JSON string of one), every key optional::
+
+        {"python": "3.9", "packages": ["pytest==7.4.4", "numpy<2"],
+         "install": ["pip install -e ."], "env": {"SETUPTOOLS_SCM_PRETEND_VERSION": "5.4.0"}}
+
+    A record without one gets the swebench package's setup for its repository and version where swebench
+    is installed (`gym_swe.tasks.swebench_specs`), else these defaults. docs/swebench.md has a worked example.
+    """
 
     python: str = "python3"
-    """The interpreter the environment's virtual environment is made from."""
-    packages: tuple[str, ...] = ("pytest",)
-    """pip requirements installed into it."""
+    """The interpreter: a version (``"3.9"``: ``python3.9`` on PATH, else a uv-managed Python), a command
+    name on PATH, or a path. An interpreter outside ``/usr`` is bound read-only into every jail."""
+    packages: tuple[str, ...] = ()
+    """pip requirements installed into the task's venv, which holds nothing else. Without a pytest among
+    them, a pinned one is added (`pytest_requirement`)."""
     install: tuple[str, ...] = ()
-    """Commands run in the repository at base_commit after that (e.g. ``pip install -e .``)."""
+    """Commands run in the checkout at base_commit after that (e.g. ``pip install -e .``). What they build
+    (``_version.py``, ``*.egg-info``, compiled extensions) stays in the prepared checkout."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Environment variables for the install commands, the episodes and grading (sorted pairs). Records
+    with a ``version`` get ``SETUPTOOLS_SCM_PRETEND_VERSION`` set to it unless they set it themselves."""
+
+    @property
+    def variables(self) -> dict[str, str]:
+        return dict(self.env)
+
+    def pytest_requirement(self, version: tuple[int, int]) -> str | None:
+        """The pytest pin added for an interpreter of ``version``; None when ``packages`` names one."""
+        for requirement in self.packages:
+            name = requirement.split(";")[0].strip()
+            for mark in "<>=!~[ @":
+                name = name.split(mark)[0]
+            if name.strip().lower() == "pytest":
+                return None
+        return next((pin for oldest, pin in DEFAULT_PYTEST if version >= oldest), OLDEST_PYTEST)
 
     @classmethod
-    def from_value(cls, value: Any, where: str) -> Environment:
+    def from_value(cls, value: Any, where: str, version: str = "") -> Environment:
+        """The environment of a record (``value``: its ``environment`` field), ``version`` its version."""
         if value is None or value == "":
-            return cls()
+            value = {}
         if isinstance(value, str):
-            value = json.loads(value)
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as error:
+                raise TaskFormatError(f"{where}: 'environment' is a string but not JSON ({error})") from None
         if not isinstance(value, Mapping):
             raise TaskFormatError(f"{where}: 'environment' must be an object, got {type(value).__name__}")
-        unknown = set(value) - {"python", "packages", "install"}
+        unknown = set(value) - set(ENVIRONMENT_KEYS)
         if unknown:
-            raise TaskFormatError(f"{where}: unknown 'environment' keys {sorted(unknown)}")
-        return cls(
-            python=str(value.get("python", "python3")),
-            packages=tuple(value.get("packages", ("pytest",))),
-            install=tuple(value.get("install", ())),
-        )
+            raise TaskFormatError(
+                f"{where}: unknown 'environment' keys {sorted(unknown)} "
+                f"(allowed: {', '.join(ENVIRONMENT_KEYS)})"
+            )
+        lists = {}
+        for key in ("packages", "install"):
+            items = value.get(key, ())
+            if isinstance(items, str) or not all(isinstance(item, str) for item in items):
+                raise TaskFormatError(f"{where}: 'environment.{key}' must be a list of strings")
+            lists[key] = tuple(items)
+        env = value.get("env", {})
+        if not isinstance(env, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+        ):
+            raise TaskFormatError(f"{where}: 'environment.env' must be an object of strings")
+        env = dict(env)
+        if version and SCM_VERSION not in env:
+            env[SCM_VERSION] = version  # checkouts have no tags: setuptools_scm would say 0.1.devN
+        python = value.get("python", "python3")
+        if not isinstance(python, str) or not python.strip():
+            raise TaskFormatError(f"{where}: 'environment.python' must be a version, a command or a path")
+        return cls(python=python.strip(), env=tuple(sorted(env.items())), **lists)
 
 
 @dataclass(frozen=True)
@@ -79,6 +142,10 @@ class SWETask:
     """The task's docker image when the record names one (SWE-bench's parquet files do)."""
     environment: Environment = field(default_factory=Environment)
     source: str = ""
+    dropped_ids: tuple[str, ...] = ()
+    """Ids taken out of FAIL_TO_PASS / PASS_TO_PASS at load because they name no test (log fragments)."""
+    excluded_tests: tuple[str, ...] = ()
+    """Tests taken out because the record (``exclude_tests``) or the user excluded them."""
 
     @property
     def task_id(self) -> str:
@@ -103,6 +170,26 @@ def _id_list(value: Any, name: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def without_tests(task: SWETask, names: Iterable[str]) -> SWETask:
+    """``task`` without the tests ``names`` (exact dataset ids) in FAIL_TO_PASS / PASS_TO_PASS: tests that
+    cannot pass where it runs (one that needs the network, say). Fails if nothing would be left to fix."""
+    names = set(names)
+    if not names:
+        return task
+    kept = tuple(t for t in task.fail_to_pass if t not in names)
+    if not kept:
+        raise TaskFormatError(
+            f"{task.instance_id}: excluding {sorted(names)} leaves no FAIL_TO_PASS test; exclude fewer tests"
+        )
+    excluded = [t for t in (*task.fail_to_pass, *task.pass_to_pass) if t in names]
+    return replace(
+        task,
+        fail_to_pass=kept,
+        pass_to_pass=tuple(t for t in task.pass_to_pass if t not in names),
+        excluded_tests=tuple(dict.fromkeys((*task.excluded_tests, *excluded))),
+    )
+
+
 def task_from_row(row: Mapping[str, Any], number: int, source: str) -> SWETask:
     require_fields(row, number, source, dict.fromkeys(REQUIRED, str))
     where = f"{source}, row {number}"
@@ -114,23 +201,36 @@ def task_from_row(row: Mapping[str, Any], number: int, source: str) -> SWETask:
     for name, value in text.items():
         if not isinstance(value, str):
             text[name] = str(value)
-    fail_to_pass = _id_list(row["FAIL_TO_PASS"], "FAIL_TO_PASS", where)
+    lists = {name: _id_list(row[name], name, where) for name in ("FAIL_TO_PASS", "PASS_TO_PASS")}
+    # Real records carry stray pieces of pytest's output (pytest-dev__pytest-5227: '[100%]'): no test has
+    # such an id, so they are dropped here rather than failing every grade.
+    dropped = [raw for ids in lists.values() for raw in ids if is_log_fragment(raw)]
+    if dropped:
+        logger.warning("%s: dropped %d id(s) that are not tests but log fragments: %s",
+                       row["instance_id"], len(dropped), ", ".join(map(repr, dropped)))  # fmt: skip
+    fail_to_pass, pass_to_pass = (tuple(t for t in ids if not is_log_fragment(t)) for ids in lists.values())
     if not fail_to_pass:
         raise TaskFormatError(
             f"{where}: FAIL_TO_PASS is empty; a task needs at least one test that must pass"
         )
-    return SWETask(
+    environment = row.get("environment")
+    if environment is None or environment == "":  # SWE-bench's own tables, where swebench is installed
+        environment = swebench_environment(row["repo"], text["version"])
+    task = SWETask(
         instance_id=row["instance_id"],
         repo=row["repo"],
         base_commit=row["base_commit"],
         problem_statement=row["problem_statement"],
         test_patch=row["test_patch"],
         fail_to_pass=fail_to_pass,
-        pass_to_pass=_id_list(row["PASS_TO_PASS"], "PASS_TO_PASS", where),
-        environment=Environment.from_value(row.get("environment"), where),
+        pass_to_pass=pass_to_pass,
+        environment=Environment.from_value(environment, where, text["version"]),
         source=source,
+        dropped_ids=tuple(dict.fromkeys(dropped)),
         **text,
     )
+    excluded = _id_list(row.get("exclude_tests") or [], "exclude_tests", where)
+    return without_tests(task, excluded)
 
 
 def bundled_data_dir() -> Path:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from gym_swe.errors import TaskError, TaskFormatError
+from gym_swe.grading.test_ids import unsupported
 from gym_swe.tasks import swe
 from gym_swe.tasks.repos import checkout
 from gym_swe.tasks.swe import bundled_data_dir, docker_image, load_swe_tasks
@@ -24,7 +26,7 @@ def test_bundled_tasks() -> None:
     assert len(repos) >= 3
     for task in tasks:
         assert task.fail_to_pass and task.patch and task.test_patch
-        assert task.environment.packages == ("pytest",)
+        assert task.environment.packages == () and task.environment.install == ()
 
 
 @pytest.mark.parametrize("task_id", load_swe_tasks("bundled").ids)
@@ -116,3 +118,78 @@ def test_named_sources_and_hub_loading(shared_data: Path, tmp_path: Path, monkey
     finally:
         load_swe_tasks.cache_clear()
     assert len(tasks) == 300 and tasks[0].source == "swe-bench-lite"
+
+
+@pytest.mark.parametrize(("packages", "version", "pin"), [
+    ((), (3, 11), "pytest==8.3.5"),
+    ((), (3, 8), "pytest==8.3.5"),
+    ((), (3, 7), "pytest==7.4.4"),
+    ((), (3, 6), "pytest==7.0.1"),
+    ((), (3, 5), "pytest==6.2.5"),
+    (("numpy<2",), (3, 9), "pytest==8.3.5"),
+    (("pytest==5.4.3",), (3, 6), None),
+    (("PyTest>=7",), (3, 11), None),
+    (("pytest[testing]",), (3, 11), None),
+    (("pytest-xdist",), (3, 11), "pytest==8.3.5"),
+])  # fmt: skip
+def test_the_pytest_pin(packages: tuple[str, ...], version: tuple[int, int], pin: str | None) -> None:
+    assert swe.Environment(packages=packages).pytest_requirement(version) == pin
+
+
+@pytest.mark.parametrize(("environment", "message"), [
+    ({"packages": "pytest"}, "'environment.packages' must be a list of strings"),
+    ({"install": [1]}, "'environment.install' must be a list of strings"),
+    ({"env": {"A": 1}}, "'environment.env' must be an object of strings"),
+    ({"python": ""}, "'environment.python' must be a version, a command or a path"),
+    ("{not json", "'environment' is a string but not JSON"),
+    ({"pip": []}, "unknown 'environment' keys ['pip'] (allowed: python, packages, install, env)"),
+])  # fmt: skip
+def test_bad_environment_specs(environment, message: str) -> None:
+    with pytest.raises(TaskFormatError, match=re.escape(message)):
+        swe.Environment.from_value(environment, "f.jsonl, row 1")
+
+
+def test_environment_spec_from_a_json_string() -> None:
+    spec = swe.Environment.from_value(
+        '{"python": "3.9", "packages": ["numpy<2"], "install": ["pip install -e ."], "env": {"B": "2"}}',
+        "here", version="2.3",
+    )
+    assert spec.python == "3.9" and spec.packages == ("numpy<2",) and spec.install == ("pip install -e .",)
+    assert spec.variables == {"B": "2", "SETUPTOOLS_SCM_PRETEND_VERSION": "2.3"}
+
+
+def test_exclusions_that_leave_nothing_to_fix_fail(tmp_path: Path) -> None:
+    row = json.loads((bundled_data_dir() / "tasks.jsonl").read_text().splitlines()[0])
+    row["exclude_tests"] = list(row["FAIL_TO_PASS"])
+    (tmp_path / "t.jsonl").write_text(json.dumps(row) + "\n")
+    with pytest.raises(TaskFormatError, match="leaves no FAIL_TO_PASS test; exclude fewer tests"):
+        load_swe_tasks(str(tmp_path / "t.jsonl"))
+
+
+def test_swe_bench_lite_dev_split(shared_data: Path, tmp_path: Path, monkeypatch) -> None:
+    """"swe-bench-lite-dev" reads the dev split of SWE-bench Lite (a local directory stands in for the Hub)."""
+    pytest.importorskip("datasets")
+    import pyarrow.parquet as parquet
+
+    assert swe.HUB_SOURCES["swe-bench-lite-dev"] == ("SWE-bench/SWE-bench_Lite", None, "dev")
+    repo = tmp_path / "SWE-bench_Lite" / "data"
+    repo.mkdir(parents=True)
+    table = parquet.read_table(shared_data / "swe-bench" / SWE_BENCH[0]).slice(0, 3)
+    parquet.write_table(table, repo / "dev-00000-of-00001.parquet")
+    parquet.write_table(table.slice(0, 1), repo / "test-00000-of-00001.parquet")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(swe.HUB_SOURCES, "swe-bench-lite-dev", (str(repo.parent), None, "dev"))
+    load_swe_tasks.cache_clear()
+    try:
+        tasks = load_swe_tasks("swe-bench-lite-dev")
+    finally:
+        load_swe_tasks.cache_clear()
+    assert len(tasks) == 3 and tasks[0].source == "swe-bench-lite-dev"
+
+
+def test_swe_bench_log_fragments_are_dropped(shared_data: Path) -> None:
+    """pytest-dev__pytest-5227 lists '[100%]', '[' and '[100%]-----...' among its PASS_TO_PASS."""
+    pytest.importorskip("pyarrow")
+    task = load_swe_tasks(str(shared_data / "swe-bench" / SWE_BENCH[0])).get("pytest-dev__pytest-5227")
+    assert set(task.dropped_ids) == {"[100%]", "[", "[100%]------------------------------"}
+    assert not unsupported(task.fail_to_pass + task.pass_to_pass)
