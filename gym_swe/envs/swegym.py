@@ -205,7 +205,9 @@ class SWEGymEnv(ToolEnv):
             test_paths = {path for part in split_diff(task.test_patch) for path in part.paths}
 
             def reason_to_drop(path: str, new: bool) -> str | None:
-                return protection_reason(path, test_paths, environment.shadowable, new=new)
+                return protection_reason(
+                    path, test_paths, environment.shadowable, new=new, editable=environment.editable
+                )
 
             taken = take_diff(sandbox, grader, pristine, WORKDIR, reason_to_drop)
             grade = grade_repository(

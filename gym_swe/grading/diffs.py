@@ -17,7 +17,7 @@ kept diff is applied, only kept paths may differ from the pristine tree (see rep
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -236,20 +236,34 @@ def is_test_like(path: str) -> bool:
     return any(part in TEST_DIRS for part in pure.parts[:-1])
 
 
-def shadowed_module(path: str, shadowable: Collection[str]) -> str | None:
-    """The installed module a new file at ``path`` would shadow: a top-level module or package of the
-    repository root or its ``src`` directory (both on ``sys.path`` while tests run) named like a module
-    the test run imports from its environment or the standard library."""
+def shadowed_module(
+    path: str, shadowable: Collection[str], editable: Mapping[str, Collection[str]] | None = None
+) -> str | None:
+    """The module a new file at ``path`` would shadow: a top-level module or package of the repository root
+    (first on ``sys.path`` while tests run) or of a directory an editable install puts on ``sys.path``
+    (``editable``: those directories, relative to the root, with the modules each holds; ``src`` always
+    counts as one), named like a module the test run imports from its environment or the standard library
+    (``shadowable``), or like a module of another of those directories (a new ``verpkg/__init__.py`` at the
+    root would be imported in place of the project's ``src/verpkg``)."""
+    editable = editable or {}
     parts = PurePosixPath(path).parts
-    if len(parts) > 1 and parts[0] == "src":
-        parts = parts[1:]
+    home = ""
+    for root in sorted({"src", *editable}, key=lambda root: -len(PurePosixPath(root).parts)):
+        prefix = PurePosixPath(root).parts
+        if len(parts) > len(prefix) and parts[: len(prefix)] == prefix:
+            home, parts = root, parts[len(prefix) :]
+            break
     if not parts:
         return None
     top = parts[0]
     name = top[: -len(".py")] if len(parts) == 1 and top.endswith(".py") else top
     if len(parts) == 1 and not top.endswith(".py") and "." in top:
         name = top.split(".", 1)[0]  # an extension module: name.cpython-311-x86_64-linux-gnu.so
-    return name if name in shadowable else None
+    if name in shadowable:
+        return name
+    if any(name in names for root, names in editable.items() if root != home):
+        return name
+    return None
 
 
 def protection_reason(
@@ -257,9 +271,11 @@ def protection_reason(
     test_patch_paths: Iterable[str] = (),
     shadowable: Collection[str] = (),
     new: bool = False,
+    editable: Mapping[str, Collection[str]] | None = None,
 ) -> str | None:
     """Why ``path`` is protected (None when the agent may change it). ``new``: the change creates it,
-    which only matters for names that shadow an installed module (``shadowable``)."""
+    which only matters for names that shadow an installed module (``shadowable``, ``editable``: see
+    `shadowed_module`)."""
     pure = PurePosixPath(path)
     name = pure.name
     if path in set(test_patch_paths):
@@ -278,13 +294,16 @@ def protection_reason(
         return "installed distributions' metadata (entry points, plugins)"
     if is_test_like(path):
         return "a test file"
-    if new and (module := shadowed_module(path, shadowable)) is not None:
+    if new and (module := shadowed_module(path, shadowable, editable)) is not None:
         return f"a new module that shadows the installed {module!r}"
     return None
 
 
 def part_reason(
-    part: FilePatch, test_patch_paths: Iterable[str], shadowable: Collection[str] = ()
+    part: FilePatch,
+    test_patch_paths: Iterable[str],
+    shadowable: Collection[str] = (),
+    editable: Mapping[str, Collection[str]] | None = None,
 ) -> str | None:
     """Why a whole part is dropped: a protected path, or a kind of change a source fix never needs."""
     if part.binary:
@@ -296,7 +315,8 @@ def part_reason(
     test_paths = set(test_patch_paths)
     created = part.new_path is not None and part.new_path != part.old_path
     for path in part.paths:
-        reason = protection_reason(path, test_paths, shadowable, new=created and path == part.new_path)
+        new = created and path == part.new_path
+        reason = protection_reason(path, test_paths, shadowable, new=new, editable=editable)
         if reason is not None:
             return reason
     return None
@@ -313,14 +333,20 @@ class FilteredDiff:
     """(path, reason) for every file whose change was dropped."""
 
 
-def filter_diff(diff: str, test_patch: str = "", shadowable: Collection[str] = ()) -> FilteredDiff:
-    """Drop the changes to protected paths from ``diff`` (the ``test_patch``'s paths are protected too)."""
+def filter_diff(
+    diff: str,
+    test_patch: str = "",
+    shadowable: Collection[str] = (),
+    editable: Mapping[str, Collection[str]] | None = None,
+) -> FilteredDiff:
+    """Drop the changes to protected paths from ``diff`` (the ``test_patch``'s paths are protected too;
+    ``shadowable`` and ``editable``: see `shadowed_module`)."""
     test_paths = {path for part in split_diff(test_patch) for path in part.paths}
     kept_text: list[str] = []
     kept: list[str] = []
     dropped: list[tuple[str, str]] = []
     for part in split_diff(diff):
-        reason = part_reason(part, test_paths, shadowable)
+        reason = part_reason(part, test_paths, shadowable, editable)
         label = part.new_path or part.old_path or "?"
         if reason is not None:
             dropped.append((label, reason))

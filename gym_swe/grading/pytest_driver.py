@@ -4,8 +4,10 @@ come from the grader's environment whatever the workspace holds.
 Run as a script with the task environment's python, standard library only, Python >= 3.6:
 
     python pytest_driver.py probe WORKDIR          -> one JSON line: pytest's version and location, the
-                                                      pytest11 plugins the environment installs, and the
-                                                      top-level module names a workspace must not shadow
+                                                      pytest11 plugins the environment installs, the
+                                                      top-level module names a workspace must not shadow,
+                                                      and the workspace directories an editable install
+                                                      puts on sys.path with the modules each holds
     python pytest_driver.py run WORKDIR PLUGINS -- PYTEST ARGS
 
 ``probe`` runs on the pristine tree, before any change of the agent's is applied. ``run`` takes pytest and
@@ -66,23 +68,36 @@ def top_level_modules(paths):
     names = set(sys.builtin_module_names)
     names.update(getattr(sys, "stdlib_module_names", ()))
     for entry in paths:
-        if not os.path.isdir(entry):
-            continue
-        try:
-            listing = os.listdir(entry)
-        except OSError:
-            continue
-        for name in listing:
-            if name.endswith(".py"):
-                names.add(name[:-3])
-            elif name.endswith((".so", ".pyd")):
-                names.add(name.split(".", 1)[0])
-            elif "." not in name and os.path.isdir(os.path.join(entry, name)) and name.isidentifier():
-                names.add(name)
+        names.update(modules_in(entry))
+    return sorted(names)
+
+
+def modules_in(entry):
+    """The top-level module and package names one ``sys.path`` entry holds."""
+    if not os.path.isdir(entry):
+        return []
+    try:
+        listing = os.listdir(entry)
+    except OSError:
+        return []
+    names = set()
+    for name in listing:
+        if name.endswith(".py"):
+            names.add(name[:-3])
+        elif name.endswith((".so", ".pyd")):
+            names.add(name.split(".", 1)[0])
+        elif "." not in name and os.path.isdir(os.path.join(entry, name)) and name.isidentifier():
+            names.add(name)
     return sorted(names)
 
 
 def probe(workdir):
+    # A new module at the workspace's root (first on sys.path in `run`) must not take the name of one in
+    # these, or the tests would import it in place of the project's code; nor may a new module in one of
+    # them take an installed name (they can come before a system site-packages that follows the venv's).
+    editable = {}
+    for entry in installed_into(workdir):
+        editable[os.path.relpath(os.path.realpath(entry), workdir)] = modules_in(entry)
     sys.path[:] = outside(workdir)
     report = {"python": sys.version.split()[0], "plugins": plugin_entry_points()}
     try:
@@ -94,6 +109,7 @@ def probe(workdir):
         report["pytest"] = None
         report["error"] = "%s: %s" % (type(error).__name__, error)
     report["shadowable"] = top_level_modules(sys.path)
+    report["editable"] = editable
     sys.stdout.write(json.dumps(report) + "\n")
     return 0
 
@@ -115,6 +131,7 @@ def installed_into(workdir):
 def run(workdir, plugins, args):
     # Read before sys.path changes; these come from the prepared venv's .pth files, which the agent cannot
     # change (the venv is read-only): only the modules they lead to are the workspace's.
+    startup = list(sys.path)
     editable = installed_into(workdir)
     sys.path[:] = outside(workdir)
     import pytest
@@ -124,8 +141,13 @@ def run(workdir, plugins, args):
             __import__(module)
         except Exception as error:  # a plugin that does not import is left to pytest's own error
             sys.stderr.write("gym_swe: plugin %s does not import: %s\n" % (module, error))
-    # The code under test is found as `python -m pytest` would find it, now that the runner is imported.
-    sys.path[0:0] = [workdir, *editable]
+    # The code under test is found as `python -m pytest` would find it, now that the runner is imported: the
+    # workspace first, and each editable entry where site put it, after the site-packages whose .pth named
+    # it, so that a module there never takes the place of an installed one.
+    sys.path.insert(0, workdir)
+    for entry in editable:
+        before = [kept for kept in startup[: startup.index(entry)] if kept in sys.path]
+        sys.path.insert(sys.path.index(before[-1]) + 1 if before else 1, entry)
     options = []
     for module in plugins:
         options += ["-p", module]

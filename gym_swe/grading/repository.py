@@ -27,8 +27,8 @@ import random
 import secrets
 import shlex
 import time
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gym_swe.errors import FileTooLargeError, GradingError
@@ -65,6 +65,9 @@ class Environment:
     """Modules of the pytest11 plugins installed, loaded explicitly with -p."""
     shadowable: frozenset[str]
     """Top-level module names a new file in the repository must not take."""
+    editable: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """The repository's directories an editable install puts on ``sys.path`` (``src``), relative to its root,
+    each with the top-level modules it holds: a new module at the root must not take those names."""
 
 
 def probe_environment(sandbox: Sandbox, workdir: str) -> Environment:
@@ -88,6 +91,7 @@ def probe_environment(sandbox: Sandbox, workdir: str) -> Environment:
         pytest=str(report["pytest"]),
         plugins=tuple(module for _, module in report["plugins"]),
         shadowable=frozenset(report["shadowable"]),
+        editable={str(path): frozenset(names) for path, names in report.get("editable", {}).items()},
     )
 
 
@@ -119,7 +123,7 @@ def grade_repository(
         environment = probe_environment(sandbox, workdir)
     if pristine is None:
         pristine = manifest(sandbox, workdir)
-    filtered = filter_diff(diff, task.test_patch, environment.shadowable)
+    filtered = filter_diff(diff, task.test_patch, environment.shadowable, environment.editable)
     log = [f"python {environment.python}, pytest {environment.pytest}, plugins: "
            f"{', '.join(environment.plugins) or '-'}",
            f"agent diff: {len(filtered.kept)} file(s) kept: {', '.join(filtered.kept) or '-'}"]  # fmt: skip
