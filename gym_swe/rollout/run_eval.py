@@ -141,7 +141,9 @@ class TurnCallback(gymnasium.Wrapper):
         return result
 
 
-def run_eval(args: argparse.Namespace) -> int:
+def run_eval(args: argparse.Namespace, play: Callable[..., list[Trajectory]] = collect) -> int:
+    """``play``: how the episodes are played: `collect` (gym_swe's tool loop), or a black-box harness's
+    collector with the same surface (``--harness``)."""
     kwargs: dict[str, Any] = {"tasks": args.tasks, "sandbox": args.sandbox}
     if args.max_turns:
         kwargs.update(max_turns=args.max_turns, max_episode_steps=args.max_turns)
@@ -154,7 +156,7 @@ def run_eval(args: argparse.Namespace) -> int:
     sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p)
     progress = Progress(len(task_ids) * args.samples)
     try:
-        trajectories = collect(
+        trajectories = play(
             lambda: TurnCallback(gymnasium.make(args.env, **kwargs), progress.on_turn),
             generator,
             task_ids,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
@@ -60,6 +61,12 @@ class Trajectory:
     generator: str = ""
     policy_version: int | None = None
     """Which weights generated it (a trainer's update count), for staleness in asynchronous training."""
+    segment_starts: list[int] = field(default_factory=list)
+    """Where each segment after the first begins in ``token_ids``. A black-box harness that rewrote its
+    history (see `gym_swe.rollout.proxy`) starts a new segment, its prompt rendered afresh rather than
+    bridged: each segment is a sequence of its own for training. Empty: one segment."""
+    forks: int = 0
+    """How many times the harness rewrote its history (each one started a segment)."""
 
     # -- building --------------------------------------------------------------------------------------------
     def add_prompt(self, ids: list[int]) -> None:
@@ -78,6 +85,14 @@ class Trajectory:
         self.turns.append(turn)
         return turn
 
+    def start_segment(self, ids: list[int]) -> None:
+        """A new segment whose prompt is ``ids`` (the history as the harness rewrote it): a fork."""
+        self.segment_starts.append(len(self.token_ids))
+        self.forks += 1
+        self.token_ids += ids
+        self.loss_mask += [0] * len(ids)
+        self.logprobs += [None] * len(ids)
+
     def add_bridge(self, ids: list[int]) -> None:
         self.token_ids += ids
         self.loss_mask += [0] * len(ids)
@@ -93,14 +108,30 @@ class Trajectory:
     def failed(self) -> bool:
         return self.error is not None
 
+    @property
+    def segment_count(self) -> int:
+        return 1 + len(self.segment_starts)
+
+    def segment_bounds(self) -> list[tuple[int, int]]:
+        """(start, end) of each segment in ``token_ids``: one token sequence each, as the model saw it."""
+        edges = [0, *self.segment_starts, len(self.token_ids)]
+        return list(itertools.pairwise(edges))
+
     def segments(self) -> Iterator[tuple[str, list[int]]]:
-        """("prompt" | "sampled" | "bridge", ids) in order; they concatenate to ``token_ids``."""
+        """("prompt" | "sampled" | "bridge", ids) in order; they concatenate to ``token_ids``. A segment
+        after the first opens with a "prompt" of its own."""
         yield "prompt", self.token_ids[: self.prompt_length]
+        position = self.prompt_length
         for turn in self.turns:
+            if turn.start > position:  # a new segment's prompt
+                yield "prompt", self.token_ids[position : turn.start]
             yield "sampled", self.token_ids[turn.start : turn.start + turn.length]
             end = turn.start + turn.length
             if turn.bridge_length:
                 yield "bridge", self.token_ids[end : end + turn.bridge_length]
+            position = end + turn.bridge_length
+        if position < len(self.token_ids):  # a segment opened after the last turn
+            yield "prompt", self.token_ids[position:]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

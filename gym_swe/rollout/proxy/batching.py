@@ -1,0 +1,76 @@
+"""Requests of many rollouts into few generator calls.
+
+A server backend (``vllm-server``: ``generator.concurrent``) batches concurrent requests itself, so each
+request is its own call, in a thread. An in-process backend (``hf``, ``vllm``) generates one batch at a
+time: the requests that arrive while a batch runs wait and go together in the next one (grouped by their
+sampling parameters, since ``max_tokens`` differs with the context each rollout has left), as the
+collector batches the active episodes of a round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from gym_swe.rollout.generators.base import Sample, SamplingParams
+
+
+class GenerationQueue:
+    def __init__(self, generator: Any, width: int = 64) -> None:
+        self.generator = generator
+        self.concurrent = bool(getattr(generator, "concurrent", False))
+        self._threads = ThreadPoolExecutor(
+            max_workers=width if self.concurrent else 1, thread_name_prefix="proxy-gen"
+        )
+        self._pending: list[tuple[list[int], SamplingParams, asyncio.Future[Sample]]] = []
+        self._running = False
+        self._drainer: asyncio.Task[None] | None = None
+        self.calls = 0
+
+    async def generate(self, prompt: list[int], params: SamplingParams) -> Sample:
+        loop = asyncio.get_running_loop()
+        if self.concurrent:
+            self.calls += 1
+            samples = await loop.run_in_executor(self._threads, self._call, [prompt], params)
+            return samples[0]
+        future: asyncio.Future[Sample] = loop.create_future()
+        self._pending.append((prompt, params, future))
+        if not self._running:
+            self._running = True
+            self._drainer = loop.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                groups: dict[SamplingParams, list[tuple[list[int], asyncio.Future[Sample]]]] = {}
+                for prompt, params, future in batch:
+                    groups.setdefault(params, []).append((prompt, future))
+                for params, members in groups.items():
+                    self.calls += 1
+                    samples = await loop.run_in_executor(
+                        self._threads, self._call, [prompt for prompt, _ in members], params
+                    )
+                    for (_, future), sample in zip(members, samples):
+                        if not future.done():
+                            future.set_result(sample)
+        finally:
+            self._running = False
+
+    def _call(self, prompts: list[list[int]], params: SamplingParams) -> list[Sample]:
+        """A generator failure is every sample's, as data (the rollouts end with its reason)."""
+        try:
+            samples = list(self.generator.generate(prompts, params))
+        except Exception as error:
+            return [Sample.failed(f"{type(error).__name__}: {error}") for _ in prompts]
+        if len(samples) != len(prompts):
+            return [
+                Sample.failed(f"the generator gave {len(samples)} samples for {len(prompts)} prompts")
+            ] * len(prompts)
+        return samples
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=False, cancel_futures=True)

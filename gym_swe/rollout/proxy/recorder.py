@@ -1,0 +1,154 @@
+"""Token-exact recording of one harness rollout: each request rendered or bridged, each sample kept as is.
+
+The first request is rendered with the chat template (its messages and tools). A later request that is the
+previous one plus the assistant message the proxy returned plus new tool results or user messages is
+*bridged*: the ids so far, the sampled ids exactly as generated, then `ChatFormat.bridge_ids` for the new
+messages; the sampled text is never re-tokenized. Any other request means the harness rewrote its history
+(dropped or edited a turn, re-serialized tool-call arguments, compacted its context, changed its tools): the
+request is rendered afresh as a new *segment* of the trajectory, and the fork is counted. Each segment is
+one token sequence, exactly what the model saw when it sampled that segment's turns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gym_swe.rollout.chat import ChatFormat
+from gym_swe.rollout.generators.base import Sample
+from gym_swe.rollout.proxy.openai_api import ChatRequest, RequestError, assistant_message
+from gym_swe.rollout.trajectory import Trajectory
+
+
+def comparable(message: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a message the model saw: role, content (None and "" alike), tool calls (id, name, arguments
+    as a value, so that re-serialized but equal JSON still extends), the tool result's call id. Fields an
+    SDK adds (``function_call: None``, ``refusal``, provider extras) do not count."""
+    out: dict[str, Any] = {"role": message.get("role"), "content": message.get("content") or ""}
+    calls = message.get("tool_calls")
+    if calls:
+        out["tool_calls"] = [
+            (call.get("id"), call.get("function", {}).get("name"), _arguments(call.get("function", {})))
+            for call in calls
+        ]
+    if message.get("role") == "tool":
+        out["tool_call_id"] = message.get("tool_call_id")
+    return out
+
+
+def _arguments(function: Mapping[str, Any]) -> Any:
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except json.JSONDecodeError:
+            return arguments
+    return arguments
+
+
+class TokenRecorder:
+    """Builds one rollout's `Trajectory` from the requests a harness sends and the samples it gets."""
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        trajectory: Trajectory,
+        max_model_len: int,
+        template_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.trajectory = trajectory
+        self.max_model_len = max_model_len
+        self.template_kwargs = dict(template_kwargs or {})
+        self._chat: ChatFormat | None = None
+        self._tools_key: str | None = None
+        self._history: list[dict[str, Any]] | None = None  # the last request and the answer, comparable
+        self._assistant: dict[str, Any] | None = None
+        self._sampled: list[int] = []
+        self._segment_start = 0
+        self._last_request: list[dict[str, Any]] = []
+        self._last_prompt_end = 0
+
+    @property
+    def segment_length(self) -> int:
+        return len(self.trajectory.token_ids) - self._segment_start
+
+    def prompt_for(self, request: ChatRequest) -> list[int]:
+        """The ids to generate from for ``request`` (the current segment's), recording its prompt, bridge or
+        fork. A request that does not fit the context left is a `RequestError` (400,
+        ``context_length_exceeded``)."""
+        trajectory = self.trajectory
+        tools_key = json.dumps(request.tools, sort_keys=True)
+        current = [comparable(message) for message in request.messages]
+        previous = self._history
+        extends = (
+            previous is not None
+            and tools_key == self._tools_key
+            and len(current) >= len(previous)  # nothing new: the harness asks again after the answer
+            and current[: len(previous)] == previous
+            and all(message["role"] != "assistant" for message in current[len(previous) :])
+        )
+        if extends:
+            assert self._chat is not None and self._assistant is not None
+            new = request.messages[len(previous) :]  # type: ignore[arg-type]
+            bridge = self._chat.bridge_ids(self._assistant, new, self._sampled)
+            self._check_room(self.segment_length + len(bridge))
+            trajectory.add_bridge(bridge)
+            trajectory.turns[-1].observation = "\n".join(str(m.get("content") or "") for m in new)
+        else:
+            if tools_key != self._tools_key or self._chat is None:
+                self._chat = ChatFormat(self.tokenizer, request.tools, self.template_kwargs)
+                self._tools_key = tools_key
+            ids = self._chat.prompt_ids(request.messages)
+            self._check_room(len(ids))
+            if previous is None and not trajectory.token_ids:
+                trajectory.add_prompt(ids)
+                trajectory.tools = list(request.tools or [])
+            else:  # the harness rewrote its history: a new segment, not a silent re-tokenization
+                self._segment_start = len(trajectory.token_ids)
+                trajectory.start_segment(ids)
+        self._last_request = list(request.messages)
+        self._last_prompt_end = len(trajectory.token_ids)
+        return trajectory.token_ids[self._segment_start :]
+
+    def room(self) -> int:
+        """How many ids the next sample may have: what is left of ``max_model_len`` in this segment."""
+        return self.max_model_len - self.segment_length
+
+    def _check_room(self, length: int) -> None:
+        if length >= self.max_model_len:
+            raise RequestError(
+                400,
+                f"This model's maximum context length is {self.max_model_len} tokens, and the conversation "
+                f"needs {length} before the reply: the rollout has ended.",
+                code="context_length_exceeded",
+            )
+
+    def record(self, request: ChatRequest, sample: Sample) -> tuple[dict[str, Any], str]:
+        """Keep ``sample`` as the next turn; the assistant message to answer with and its finish reason."""
+        turn = len(self.trajectory.turns)
+        message, finish = assistant_message(sample.text, request.tool_names, turn)
+        if sample.finish_reason == "length":
+            finish = "length"
+        self.trajectory.add_sampled(sample.token_ids, sample.logprobs, sample.text, sample.finish_reason)
+        self._assistant = message
+        self._sampled = list(sample.token_ids)
+        self._history = [*(comparable(m) for m in request.messages), comparable(message)]
+        self.trajectory.messages = [*request.messages, message]
+        return message, finish
+
+    def rerender_matches(self) -> bool | None:
+        """Does rendering the last request afresh give the ids its turn was sampled from? (True where the
+        template is prefix-preserving over this history; None before any turn.)"""
+        if self._chat is None or not self.trajectory.turns:
+            return None
+        ids = self._chat.rerender_ids(self._last_request, add_generation_prompt=True)
+        if ids is None:
+            return None
+        return ids == self.trajectory.token_ids[self._segment_start : self._last_prompt_end]
+
+
+def sampled_ids(trajectory: Trajectory) -> Sequence[list[int]]:
+    """Each turn's sampled ids, in order (what tests compare with the generator's)."""
+    return [trajectory.token_ids[t.start : t.start + t.length] for t in trajectory.turns]

@@ -1,0 +1,326 @@
+"""The proxy's HTTP server: an OpenAI-compatible endpoint per rollout, on aiohttp, in a thread of its own.
+
+Routes (``{id}`` is a rollout's, its secret the bearer token):
+
+- ``POST /rollout/{id}/v1/chat/completions``: render or bridge the request (`TokenRecorder`), generate with
+  the trainer's generator and sampling parameters, answer as a chat completion (``stream: true``: as
+  server-sent events). The response's ``model`` is the trainer's model name whatever the harness asked for.
+- ``GET /rollout/{id}/v1/models``: the one model.
+
+Errors are OpenAI-shaped JSON: 401 wrong or missing secret, 404 unknown or ended rollout, 413 a body over
+``max_body_bytes``, 400 malformed JSON or a request the proxy cannot serve, 400 ``context_length_exceeded``
+and 403 ``max_turns`` when a budget ends the rollout, 502 when the generator failed. One rollout's bad
+request never stops the server or touches another rollout.
+
+Typical use, from any thread::
+
+    with ProxyServer(generator, SamplingParams(max_tokens=512), max_model_len=8192) as proxy:
+        rollout = proxy.open_rollout("task-1", max_turns=30)
+        ...  # point the harness at rollout.base_url with api key rollout.secret
+        trajectory = rollout.finish()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from gym_swe.errors import ConfigError, missing_dependency
+from gym_swe.rollout.generators.base import SamplingParams
+from gym_swe.rollout.proxy.batching import GenerationQueue
+from gym_swe.rollout.proxy.openai_api import (
+    RequestError,
+    completion,
+    error_body,
+    models_list,
+    parse_request,
+    stream_chunks,
+)
+from gym_swe.rollout.proxy.recorder import TokenRecorder
+from gym_swe.rollout.proxy.registry import RolloutRegistry, RolloutState
+from gym_swe.rollout.trajectory import Trajectory
+
+try:
+    from aiohttp import web
+except ImportError:  # pragma: no cover - the extra is part of every test install
+    raise missing_dependency("aiohttp", "proxy") from None
+
+DEFAULT_MAX_BODY = 64 * 1024 * 1024  # a long agent conversation with big tool outputs stays well below
+
+
+class RolloutHandle:
+    """One rollout on a running proxy: where its harness sends requests, and its trajectory when done."""
+
+    def __init__(self, proxy: ProxyServer, state: RolloutState) -> None:
+        self._proxy, self._state = proxy, state
+        self.id, self.secret = state.rollout_id, state.secret
+        self.base_url = f"{proxy.url}/rollout/{self.id}/v1"
+        self.model = proxy.model_name
+
+    @property
+    def ended(self) -> bool:
+        return self._state.ended
+
+    @property
+    def end_reason(self) -> str:
+        """Why the proxy ended it ("max_turns", "max_model_len", "generator_error"), or "" while it runs."""
+        return self._state.end_reason
+
+    @property
+    def turns(self) -> int:
+        return self._state.turns
+
+    def finish(self, reason: str = "finished") -> Trajectory:
+        """End the rollout (later requests get 404) and return its trajectory."""
+        return self._proxy._finish(self._state, reason)
+
+
+class ProxyServer:
+    """See the module docstring. ``host``/``port`` (0: any free port) or ``unix_socket`` (a path: for a
+    harness in a sandbox that reaches the host through a socket bound into its jail, and nothing else)."""
+
+    def __init__(
+        self,
+        generator: Any,
+        sampling: SamplingParams | None = None,
+        max_model_len: int = 8192,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        unix_socket: str | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY,
+        template_kwargs: Mapping[str, Any] | None = None,
+        model_name: str | None = None,
+    ) -> None:
+        if getattr(generator, "chat", False):
+            raise ConfigError(
+                f"generator {generator.name!r} returns chat messages, not token ids: the proxy records "
+                "token ids, so use hf, vllm or vllm-server"
+            )
+        if not isinstance(max_model_len, int) or max_model_len < 2:
+            raise ConfigError(f"max_model_len must be an int >= 2, got {max_model_len!r}")
+        if not isinstance(max_body_bytes, int) or max_body_bytes < 1024:
+            raise ConfigError(f"max_body_bytes must be an int >= 1024, got {max_body_bytes!r}")
+        self.generator = generator
+        self.sampling = sampling or SamplingParams()
+        self.max_model_len = max_model_len
+        self.max_body_bytes = max_body_bytes
+        self.template_kwargs = dict(template_kwargs or {})
+        self.model_name = model_name or getattr(generator, "name", "model")
+        self.registry = RolloutRegistry()
+        self._host, self._port = host, port
+        self.unix_socket = unix_socket
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._queue: GenerationQueue | None = None
+        self.url = ""
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def start(self) -> ProxyServer:
+        if self._thread is not None:
+            return self
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._start_site())
+            except BaseException as error:
+                failure.append(error)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())  # type: ignore[union-attr]
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="gym-swe-proxy", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread = None
+            raise ConfigError(f"the proxy could not start: {failure[0]}") from failure[0]
+        return self
+
+    async def _start_site(self) -> None:
+        app = web.Application(client_max_size=self.max_body_bytes)
+        app.router.add_post("/rollout/{rollout_id}/v1/chat/completions", self._chat_completions)
+        app.router.add_get("/rollout/{rollout_id}/v1/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        self._queue = GenerationQueue(self.generator)
+        if self.unix_socket:
+            await web.UnixSite(self._runner, self.unix_socket).start()
+            self.url = "http://localhost"
+        else:
+            site = web.TCPSite(self._runner, self._host, self._port)
+            await site.start()
+            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self.url = f"http://{self._host}:{port}"
+
+    def close(self) -> None:
+        if self._thread is None or self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        if self._queue is not None:
+            self._queue.close()
+        self._thread = None
+
+    def __enter__(self) -> ProxyServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- rollouts --------------------------------------------------------------------------------------------
+    def open_rollout(
+        self, task_id: str = "", sample_index: int = 0, env_id: str = "", max_turns: int | None = None
+    ) -> RolloutHandle:
+        """A new rollout with its own route and secret. ``max_turns``: the most completions it gets; the
+        next request ends it with a 403."""
+        if self._thread is None:
+            raise ConfigError("the proxy is not running: call start() (or use it as a context manager) first")
+        if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 1):
+            raise ConfigError(f"max_turns must be a positive int or None, got {max_turns!r}")
+        trajectory = Trajectory(
+            task_id=task_id,
+            sample_index=sample_index,
+            env_id=env_id,
+            generator=getattr(self.generator, "name", ""),
+        )
+        recorder = TokenRecorder(
+            self.generator.tokenizer, trajectory, self.max_model_len, self.template_kwargs
+        )
+        return RolloutHandle(self, self.registry.add(recorder, max_turns))
+
+    def _finish(self, state: RolloutState, reason: str) -> Trajectory:
+        async def end() -> None:
+            async with state.lock:  # after a request in flight, before any later one
+                state.end(reason)
+
+        assert self._loop is not None
+        asyncio.run_coroutine_threadsafe(end(), self._loop).result()
+        recorder = state.recorder
+        trajectory = recorder.trajectory
+        trajectory.end_reason = trajectory.end_reason or state.end_reason
+        if trajectory.turns:
+            trajectory.rerender_matches = recorder.rerender_matches()
+        self.registry.forget(state.rollout_id)
+        return trajectory
+
+    # -- handlers --------------------------------------------------------------------------------------------
+    async def _models(self, request: web.Request) -> web.Response:
+        try:
+            self.registry.authorize(request.match_info["rollout_id"], request.headers.get("Authorization"))
+        except RequestError as error:
+            return web.json_response(error.body(), status=error.status)
+        return web.json_response(models_list(self.model_name))
+
+    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        try:
+            state = self.registry.authorize(
+                request.match_info["rollout_id"], request.headers.get("Authorization")
+            )
+            body = await self._read_json(request)
+            chat = parse_request(body)
+            # stream or not, a retry of the same request gets the same answer
+            replay = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+            digest = hashlib.sha256(json.dumps(replay, sort_keys=True).encode()).hexdigest()
+            # Shielded: a client that gives up (an SDK timing out before its retry) does not cut a turn in
+            # half; the turn is recorded and its answer kept for the retry.
+            response = await asyncio.shield(self._answer(state, chat, digest))
+        except RequestError as error:
+            return web.json_response(error.body(), status=error.status)
+        if not chat.stream:
+            return web.json_response(response)
+        stream = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await stream.prepare(request)
+        for chunk in stream_chunks(response, chat.include_usage):
+            await stream.write(chunk)
+        await stream.write_eof()
+        return stream
+
+    async def _answer(self, state: RolloutState, chat: Any, digest: str) -> dict[str, Any]:
+        async with state.lock:
+            response = state.answered.get(digest)
+            if response is not None:
+                state.retries += 1
+                return response
+            response = await self._complete(state, chat)
+            state.answered[digest] = response
+            return response
+
+    async def _read_json(self, request: web.Request) -> Any:
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise RequestError(
+                413,
+                f"the request body is larger than this proxy's max_body_bytes ({self.max_body_bytes})",
+                code="request_too_large",
+            ) from None
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise RequestError(
+                400, f"the request body is not valid JSON: {error}", code="invalid_json"
+            ) from None
+
+    async def _complete(self, state: RolloutState, chat: Any) -> dict[str, Any]:
+        """One new turn of ``state``: budgets checked, prompt recorded, sample generated and recorded."""
+        if state.ended:
+            raise RequestError(
+                404,
+                f"rollout {state.rollout_id!r} has ended ({state.end_reason})",
+                "not_found_error",
+                "rollout_ended",
+            )
+        if state.max_turns is not None and state.turns >= state.max_turns:
+            state.end("max_turns")
+            raise RequestError(
+                403,
+                f"this rollout's turn budget (max_turns={state.max_turns}) is spent: it has ended",
+                "permission_error",
+                "max_turns",
+            )
+        recorder = state.recorder
+        loop = asyncio.get_running_loop()
+        try:
+            # Rendering a long conversation takes milliseconds: off the loop, so other rollouts are served.
+            prompt = await loop.run_in_executor(None, recorder.prompt_for, chat)
+        except RequestError:
+            state.end("max_model_len")
+            raise
+        except ValueError as error:  # the template cannot render these messages
+            raise RequestError(400, f"the chat template cannot render this request: {error}") from None
+        params = self.sampling.with_max_tokens(min(self.sampling.max_tokens, recorder.room()))
+        assert self._queue is not None
+        sample = await self._queue.generate(prompt, params)
+        if sample.error:
+            recorder.trajectory.error = f"generator: {sample.error}"
+            state.end("generator_error")
+            raise RequestError(
+                502, f"the generator failed: {sample.error}", "server_error", "generator_error"
+            )
+        message, finish = recorder.record(chat, sample)
+        state.turns += 1
+        usage = {
+            "prompt_tokens": len(prompt),
+            "completion_tokens": len(sample.token_ids),
+            "total_tokens": len(prompt) + len(sample.token_ids),
+        }
+        return completion(f"chatcmpl-{uuid.uuid4().hex}", self.model_name, message, finish, usage)
+
+
+__all__ = ["ProxyServer", "RolloutHandle", "error_body"]
