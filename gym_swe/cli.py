@@ -6,8 +6,10 @@
                                                    gold fix -> resolved, no fix -> not, for every task
     gym-swe prepare --tasks SRC [--task-id ID]     checkouts and environments for local SWE sandboxes
     gym-swe eval --env ENV --generator hf|vllm|vllm-server|openai-chat --model M [-n 4] [--out PATH]
+                 [--harness mini-swe-agent]
     gym-swe view trajectories.jsonl [-o PAGE.html] [--outcome resolved|unresolved|failed] [--min-reward R]
     gym-swe images build [--method auto|debootstrap|python] [--name NAME] [--force] [--tasks SRC]
+                         [--harness mini-swe-agent]
     gym-swe sandbox prune [--all]
 
 Each subcommand imports what it needs when it runs, so ``gym-swe --help`` is instant; its ``--help`` shows
@@ -39,6 +41,10 @@ def _images_build(args: argparse.Namespace) -> int:
         source = RepoSource(args.repo_source)
         for task in load_swe_tasks(args.tasks):
             build_task_image(task, source, base=args.name, force=args.force)
+    if args.harness:
+        from gym_swe.integrations.harness_image import build_harness_image
+
+        build_harness_image(base=args.name, force=args.force)
     return 0
 
 
@@ -323,6 +329,10 @@ def _eval(args: argparse.Namespace) -> int:
     _check_env(args.env)
     from gym_swe.rollout.run_eval import run_eval
 
+    if args.harness == "mini-swe-agent":
+        from gym_swe.integrations.mini_swe_agent import collect_with_harness
+
+        return run_eval(args, play=collect_with_harness)
     return run_eval(args)
 
 
@@ -476,6 +486,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=int, help="a run seed: makes a run repeatable (hf); samples still differ"
     )
     evaluate.add_argument("--parallel", type=int, default=8, help="episodes at once")
+    evaluate.add_argument(
+        "--harness",
+        choices=["mini-swe-agent"],
+        help="play each episode with this agent harness, unmodified, through gym_swe's proxy "
+        "(default: gym_swe's own tool loop)",
+    )
     evaluate.add_argument("--out", default="trajectories.jsonl", help="where to save the trajectories")
     evaluate.add_argument("--export-sft", help="also write the resolved trajectories as a chat SFT dataset")
     evaluate.set_defaults(handler=_eval)
@@ -520,6 +536,12 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="rebuild even when the image is up to date")
     build.add_argument("--tasks", help="also build the images of these SWE tasks (e.g. bundled)")
     build.add_argument("--repo-source", help="with --tasks: a directory of repository mirrors")
+    build.add_argument(
+        "--harness",
+        choices=["mini-swe-agent"],
+        help="also build the image with this agent harness installed (wheels downloaded on this host, "
+        "installed offline), for running its CLI inside a docker sandbox",
+    )
     build.set_defaults(handler=_images_build)
 
     sandbox = _command(commands, "sandbox", "sandbox housekeeping", ["gym-swe sandbox prune"])

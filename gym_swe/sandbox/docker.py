@@ -3,9 +3,10 @@
 The container's main process is the executor (executor.py), attached through its stdin and stdout: it is
 the container's pid 1, which commands cannot signal. No network by default, memory/CPU/pids limits, a /tmp
 tmpfs of ``Limits.tmp_mb``, fewer capabilities than docker's default, and ``gym_swe.*`` labels (so `gym-swe
-sandbox prune` can find what a crashed run left). Commands do not go through ``docker exec`` one by one
-(about 46 ms each here): every command and file transfer is a message on the attached stream. Files travel
-as tar archives.
+sandbox prune` can find what a crashed run left); for a harness that runs in the container, the directory
+of the proxy's unix socket bound read-only (``proxy_socket_dir``). Commands do not go through ``docker
+exec`` one by one (about 46 ms each here): every command and file transfer is a message on the attached
+stream. Files travel as tar archives.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gym_swe.errors import SandboxError, SandboxUnavailableError, missing_dependency
+from gym_swe.errors import ConfigError, SandboxError, SandboxUnavailableError, missing_dependency
 from gym_swe.sandbox.base import Limits, MiB
 from gym_swe.sandbox.executor_client import EXECUTOR_PATH, ExecutorSandbox, Transport
 
@@ -35,6 +36,8 @@ DAEMON_HINT = (
     "or point DOCKER_HOST at a reachable daemon."
 )
 CONTAINER_EXECUTOR = "/run/gym_swe/executor.py"
+# Where ``proxy_socket_dir`` appears in the container: the same path as in a local jail.
+PROXY_SOCKET_DIR = "/run/gym-swe-proxy"
 # Capabilities no sandbox needs; SYS_PTRACE above all (it would reach the executor's memory and pipes).
 DROPPED_CAPABILITIES = ("SYS_PTRACE", "NET_RAW", "MKNOD", "SYS_CHROOT", "AUDIT_WRITE", "SETFCAP")
 # Docker splits the executor's stream into frames of its own; none should come near this.
@@ -201,6 +204,10 @@ class DockerSandbox(ExecutorSandbox):
         labels: extra container labels.
         source: a host directory whose contents are uploaded into the workspace.
         pull: pull a missing image (default True).
+        proxy_socket_dir: a host directory holding the unix socket of gym_swe's proxy, bound read-only at
+            ``PROXY_SOCKET_DIR`` for a harness that runs in the container. The container still has no
+            network: the socket is its one way out, and only to the proxy (connecting to a socket needs no
+            write access to its directory). Only the directory is bound, so keep nothing else in it.
     """
 
     backend = "docker"
@@ -215,7 +222,9 @@ class DockerSandbox(ExecutorSandbox):
         labels: Mapping[str, str] | None = None,
         source: str | Path | None = None,
         pull: bool = True,
+        proxy_socket_dir: str | Path | None = None,
     ) -> None:
+        self.proxy_socket_dir = _checked_socket_dir(proxy_socket_dir)
         super().__init__(workdir, limits)
         self.image = image
         self.network = network
@@ -288,6 +297,7 @@ class DockerSandbox(ExecutorSandbox):
             cap_drop=list(DROPPED_CAPABILITIES),
             security_opt=["no-new-privileges"],
             tmpfs={"/tmp": f"rw,exec,nosuid,size={limits.tmp_mb}m"},
+            mounts=self._mounts(docker),
             labels=self.labels,
             environment=self.env,
             working_dir=self.workdir,
@@ -297,6 +307,11 @@ class DockerSandbox(ExecutorSandbox):
         self._transport_ref = _attach_stream(client.api, self.container.id)
         self.container.start()
         return self._transport_ref
+
+    def _mounts(self, docker: Any) -> list[Any]:
+        if self.proxy_socket_dir is None:
+            return []
+        return [docker.types.Mount(PROXY_SOCKET_DIR, self.proxy_socket_dir, type="bind", read_only=True)]
 
     def _signal_executor(self, signum: int) -> None:
         if self.container is None:
@@ -335,6 +350,26 @@ class DockerSandbox(ExecutorSandbox):
             # Already gone, or the daemon is down: `gym-swe sandbox prune` removes it later by its label.
             if "No such container" not in str(error) and "404" not in str(error):
                 self.cleanup_error = str(error)
+
+
+def _checked_socket_dir(path: str | Path | None) -> str | None:
+    """``path`` resolved, when it is an absolute path to an existing directory; else a ConfigError."""
+    if path is None:
+        return None
+    if not isinstance(path, (str, Path)) or not os.path.isabs(path):
+        raise ConfigError(
+            f"proxy_socket_dir must be an absolute path to an existing directory (the one holding the "
+            f"proxy's unix socket), got {path!r}"
+        )
+    if not os.path.isdir(path):
+        raise ConfigError(
+            f"proxy_socket_dir must be an existing directory (the one holding the proxy's unix socket): "
+            f"{str(path)!r} is {'not a directory' if os.path.exists(path) else 'missing'}"
+        )
+    resolved = os.path.realpath(path)
+    if resolved == "/":
+        raise ConfigError("proxy_socket_dir must be the directory of the proxy's socket, not the root '/'")
+    return resolved
 
 
 def prune(all_owners: bool = False) -> list[str]:

@@ -93,3 +93,70 @@ def test_prune_removes_containers_of_dead_owners_only() -> None:
         assert live.container.short_id not in removed
         assert live.exec("echo alive").stdout == "alive\n"
     assert client.containers.list(all=True, filters={"id": orphan.id}) == []
+
+
+def test_proxy_socket_dir_is_bound_read_only_and_its_socket_answers(tmp_path) -> None:
+    """The one way out of a container with no network: a unix socket in a directory bound read-only (a
+    socket on a read-only mount still accepts connections)."""
+    import socket
+    import threading
+
+    from gym_swe.sandbox.docker import PROXY_SOCKET_DIR
+
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "proxy.sock"))
+    server.listen(1)
+    heard: list[bytes] = []
+
+    def answer() -> None:
+        connection, _ = server.accept()
+        with connection:
+            heard.append(connection.recv(100))
+            connection.sendall(b"pong")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        with DockerSandbox(proxy_socket_dir=tmp_path) as box:
+            mounts = box.container.attrs["Mounts"]
+            assert [(m["Source"], m["Destination"], m["RW"]) for m in mounts] == [
+                (str(tmp_path), PROXY_SOCKET_DIR, False)
+            ]
+            assert box.container.attrs["HostConfig"]["NetworkMode"] == "none"
+            client = (
+                "import socket; s = socket.socket(socket.AF_UNIX); "
+                f"s.connect('{PROXY_SOCKET_DIR}/proxy.sock'); s.sendall(b'ping'); print(s.recv(100).decode())"
+            )
+            assert box.exec(f'python3 -c "{client}"').stdout == "pong\n"
+            written = box.exec(f"touch {PROXY_SOCKET_DIR}/planted")
+            assert written.exit_code != 0 and "Read-only file system" in written.output
+            assert box.exec("ls /sys/class/net").stdout.split() == ["lo"]
+    finally:
+        thread.join(timeout=10)
+        server.close()
+    assert heard == [b"ping"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["proxy.sock"]
+
+
+def test_a_sandbox_without_proxy_socket_dir_binds_nothing() -> None:
+    with DockerSandbox() as box:
+        assert box.container.attrs["Mounts"] == []
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("relative/dir", "must be an absolute path"),
+        (42, "must be an absolute path"),
+        ("/no/such/gym-swe-dir", "is missing"),
+        ("/etc/hostname", "is not a directory"),
+        ("/", "not the root"),
+    ],
+)
+def test_a_bad_proxy_socket_dir_is_a_clear_error_before_any_container(value, expected) -> None:  # type: ignore[no-untyped-def]
+    from gym_swe.errors import ConfigError
+
+    # Checked first: an image that does not exist would be the error if a container were tried.
+    with pytest.raises(ConfigError, match=expected) as raised:
+        DockerSandbox(image="gym-swe-no-such-image:never", pull=False, proxy_socket_dir=value)
+    assert "proxy_socket_dir" in str(raised.value)
