@@ -23,7 +23,7 @@ GROUPS = {
     "test_reward_hacks.py::test_attack_earns_nothing": "reward hacks (attacks)",
     "test_reward_hacks.py::test_patching_unittest_alone_earns_nothing": "reward hacks (attacks)",
     "test_trust_boundaries.py": "trust boundaries: executor, grading inputs, test runner (attacks)",
-    "test_prepared_envs.py": "prepared SWE environments: install output, editable installs, shadows (attacks)",
+    "test_prepared_envs.py": "prepared SWE environments (attacks)",
     "test_containment.py": "sandbox containment (attacks)",
     "test_faults.py": "faults",
     "test_bad_input.py": "bad input",
