@@ -81,6 +81,14 @@ class Args:
     """Turns per episode (the env's max_turns and max_episode_steps)."""
     env_kwargs: str = ""
     """More kwargs for the env, as JSON: '{"reward": "fraction", "show_tests": "full"}'."""
+    ray_address: str = ""
+    """Run the envs (each with its sandbox) in Ray actors on the cluster at this address ("auto": the one
+    `ray start` made here); empty: in this process."""
+    ray_resources: str = ""
+    """With --ray_address: the custom resources each env actor needs, as JSON: '{"docker_slot": 1}'."""
+    harness: str = ""
+    """"mini-swe-agent": each episode is played by that agent, unmodified, through gym_swe's proxy (which
+    records the exact token ids); empty: gym_swe's own tool loop."""
     eval_holdout: int = 4
     """Tasks held out of training and evaluated every ``eval_every`` steps (none with eval_every 0)."""
     train_task_ids: str = ""
@@ -246,6 +254,7 @@ def validate(args: Args) -> None:
         "advantage_scale": SCALES,
         "lr_schedule": ("constant", "cosine"),
         "log_with": ("tensorboard", "wandb", "trackio", "none"),
+        "harness": ("", "mini-swe-agent"),
     }
     for name, allowed in choices.items():
         if getattr(args, name) not in allowed:
@@ -267,6 +276,11 @@ def validate(args: Args) -> None:
             "--generation_batch_size is for --generator hf; vLLM batches by itself",
         ),
         (not args.lora and (changed("lora_r") or changed("lora_alpha")), "--lora_r/--lora_alpha need --lora"),
+        (not args.ray_address and changed("ray_resources"), "--ray_resources needs --ray_address"),
+        (
+            bool(args.harness and args.ray_address),
+            "--harness runs its agents beside the proxy on this host: it does not take --ray_address",
+        ),
         (
             not args.dynamic_sampling and changed("max_resample_rounds"),
             "--max_resample_rounds needs --dynamic_sampling",
@@ -514,6 +528,23 @@ def make_env(args: Args) -> Any:
         raise ConfigError(f"--env {args.env!r}: {error}") from None
 
 
+def make_ray_pool(args: Args, num_envs: int) -> Any:
+    """``num_envs`` envs in Ray actors on the cluster at --ray_address; the collector takes it as a list."""
+    from gym_swe.integrations.ray import RayEnvPool, connect
+
+    try:
+        resources = json.loads(args.ray_resources) if args.ray_resources else None
+    except ValueError as error:
+        raise ConfigError(f"--ray_resources is not JSON: {error}") from None
+    connect(args.ray_address)
+    extra = json.loads(args.env_kwargs) if args.env_kwargs else {}  # make_env has checked it
+    make_kwargs = dict(tasks=args.tasks, sandbox=args.sandbox, max_turns=args.max_turns,
+                       max_episode_steps=args.max_turns, **extra)  # fmt: skip
+    pool = RayEnvPool(args.env, make_kwargs, num_envs=num_envs, resources=resources)
+    print(f"envs: {len(pool)} in {len(pool.actors)} Ray actors at {args.ray_address} (run {pool.run_id})")
+    return pool
+
+
 def split_tasks(args: Args, task_ids: list[str]) -> tuple[list[str], list[str]]:
     """(train, eval) task ids: explicit lists, or the last ``eval_holdout`` of a seeded shuffle held out."""
     known = set(task_ids)
@@ -543,7 +574,9 @@ def step_tasks(train_ids: list[str], step: int, count: int, seed: int, salt: str
 def sampling_seed(args: Args, *key: Any) -> int | None:
     """A run seed for `collect` (one seed per task, sample and turn follows), or None where the backend takes
     no seeds safely (a vLLM server may chunk prefills, which its CPU build cannot do with seeds)."""
-    return None if args.generator == "vllm-server" else derive_seed(args.seed, *key)
+    if args.generator == "vllm-server" or args.harness:  # a harness's proxy sends no per-request seeds
+        return None
+    return derive_seed(args.seed, *key)
 
 
 @dataclass
@@ -559,10 +592,19 @@ class Rollout:
     zero_std_fraction: float = 0.0
 
 
+def play_episodes(args: Args) -> Any:
+    """gym_swe's collector, or with --harness that harness's, which has the same surface."""
+    if not args.harness:
+        return collect
+    from gym_swe.integrations.mini_swe_agent import collect_with_harness
+
+    return collect_with_harness
+
+
 def collect_groups(
     args: Args, envs: list, generator: Any, tasks: list[str], step: int, salt: str = ""
 ) -> list:
-    return collect(
+    return play_episodes(args)(
         envs,
         generator,
         tasks,
@@ -640,17 +682,22 @@ def rows_of(rollout_: Rollout, advantages: torch.Tensor) -> list[Row]:
     ):
         if not valid or not any(trajectory.loss_mask):
             continue
-        logprobs = trajectory.logprobs
-        sampled = [lp for lp, m in zip(logprobs, trajectory.loss_mask) if m]
-        gen = None if any(lp is None for lp in sampled) else torch.tensor([lp or 0.0 for lp in logprobs])
-        rows.append(
-            Row(
-                torch.tensor(trajectory.token_ids),
-                torch.tensor(trajectory.loss_mask, dtype=torch.float32),
-                gen,
-                advantage,
+        # A harness that rewrote its history left segments: each is a sequence the model saw, a row of its own
+        for start, end in trajectory.segment_bounds():
+            mask = trajectory.loss_mask[start:end]
+            if not any(mask):
+                continue
+            logprobs = trajectory.logprobs[start:end]
+            sampled = [lp for lp, m in zip(logprobs, mask) if m]
+            gen = None if any(lp is None for lp in sampled) else torch.tensor([lp or 0.0 for lp in logprobs])
+            rows.append(
+                Row(
+                    torch.tensor(trajectory.token_ids[start:end]),
+                    torch.tensor(mask, dtype=torch.float32),
+                    gen,
+                    advantage,
+                )
             )
-        )
     return rows
 
 
@@ -777,7 +824,7 @@ def evaluate(
     """pass@1 on the held-out tasks (each process plays its share), one sample each."""
     mine = eval_ids[accelerator.process_index :: accelerator.num_processes]
     trajectories = (
-        collect(
+        play_episodes(args)(
             envs,
             generator,
             mine,
@@ -932,8 +979,13 @@ def main(args: Args) -> dict[str, Any]:
     train_ids, eval_ids = split_tasks(args, [task.task_id for task in probe.unwrapped.tasks])
     probe.close()
     local_tasks = args.tasks_per_step // accelerator.num_processes
-    envs = [make_env(args) for _ in range(local_tasks * args.group_size)]
-    eval_envs = [make_env(args) for _ in eval_ids[accelerator.process_index :: accelerator.num_processes]]
+    local_eval_ids = eval_ids[accelerator.process_index :: accelerator.num_processes]
+    if args.ray_address:  # eval has envs of its own there too: with --async, collection overlaps it
+        sizes = (local_tasks * args.group_size, len(local_eval_ids))
+        envs, eval_envs = (make_ray_pool(args, size) if size else [] for size in sizes)
+    else:
+        envs = [make_env(args) for _ in range(local_tasks * args.group_size)]
+        eval_envs = [make_env(args) for _ in local_eval_ids]
     generator = make_generator_for(args, accelerator.unwrap_model(model), tokenizer)
 
     start_step, version, history = 0, 0, []
@@ -1066,8 +1118,11 @@ def main(args: Args) -> dict[str, Any]:
     if accelerator.is_main_process:
         accelerator.unwrap_model(model).save_pretrained(final)
         tokenizer.save_pretrained(final)
-    for env in envs + eval_envs:
+    for env in [*envs, *eval_envs]:
         env.close()
+    for ray_pool in (envs, eval_envs) if args.ray_address else ():
+        if ray_pool:  # not an empty list (no eval tasks)
+            ray_pool.close()  # its envs, their sandboxes and its actors
     generator.close()
     if log_with:
         accelerator.end_training()
