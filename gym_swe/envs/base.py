@@ -353,22 +353,23 @@ class ToolEnv(gymnasium.Env[str, Any]):
         """Append the turn to the chat in OpenAI format: the assistant message with its calls, one tool
         message per call, and a user message for what could not be parsed."""
         if isinstance(action, Mapping):
-            assistant: dict[str, Any] = {"role": "assistant", "content": action.get("content")}
+            assistant: dict[str, Any] = {"role": "assistant", "content": _valid_text(action.get("content"))}
         else:
             text = action if isinstance(action, str) else safe_repr(action)
-            assistant = {"role": "assistant", "content": parsed.content if parsed.calls else text}
+            said = parsed.content if parsed.calls else text
+            assistant = {"role": "assistant", "content": _valid_text(said)}
         new = [assistant]
         if turn.calls:
             assistant["tool_calls"] = []
             for index, call in enumerate(turn.calls):
                 # Nine alphanumerics: the only ids some templates accept (Mistral's).
-                call_id = call.id or f"call{turn.index % 1000:03d}{index % 100:02d}"
-                arguments = json.dumps(call.arguments, ensure_ascii=False)
+                call_id = _valid_text(call.id) or f"call{turn.index % 1000:03d}{index % 100:02d}"
+                arguments = _valid_text(json.dumps(call.arguments, ensure_ascii=False))
                 assistant["tool_calls"].append(
                     {
                         "id": call_id,
                         "type": "function",
-                        "function": {"name": call.name, "arguments": arguments},
+                        "function": {"name": _valid_text(call.name), "arguments": arguments},
                     }
                 )
                 ran = index < len(turn.results)
@@ -376,7 +377,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
                     turn.results[index].output if ran else "(not run: the episode ended before this call)"
                 )
                 content = bound_text(content, self.max_observation_chars)
-                new.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
+                name = _valid_text(call.name)
+                new.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": content})
         feedback = self._feedback(turn)
         if feedback:
             new.append({"role": "user", "content": "\n\n".join(feedback)})
@@ -452,3 +454,15 @@ def reject_unknown_kwargs(env_class: type, unknown: Mapping[str, Any]) -> None:
             if keyword and name != "self" and name not in allowed:
                 allowed.append(name)
     raise ConfigError(unknown_name(f"keyword argument of {env_class.__name__}:", sorted(unknown)[0], allowed))
+
+
+def _valid_text(value: Any) -> Any:
+    """``value`` as text a chat can be saved and rendered with: a lone surrogate (which an action dict or a
+    JSON "\\ud800" can hold) is written as its escape; anything that is not a str is returned as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value

@@ -952,6 +952,8 @@ def _known_names(known_tools: Iterable[str] | None) -> list[str] | None:
 
 def _unknown_tool(name: str, known: list[str]) -> str:
     shown = name if len(name) <= 80 else name[:77] + "..."
+    # A name can hold a lone surrogate (JSON "\\udd4a"): shown escaped, so the observation stays valid text
+    shown = shown.encode("utf-8", "backslashreplace").decode("utf-8")
     message = f"Unknown tool '{shown}'. Available tools: {', '.join(known) or 'none'}."
     if len(name) <= 100:  # difflib is quadratic in the length of the name
         close = difflib.get_close_matches(name, known, n=1)

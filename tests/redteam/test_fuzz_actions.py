@@ -144,3 +144,22 @@ def test_the_reported_crashes_are_tool_errors(env, action: str) -> None:  # type
         observation
     )
     assert env.step(bash("echo alive"))[0] == "alive"
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        '<tool_call>{"name": "ab\\udd4acd", "arguments": {"command": "ls"}}</tool_call>',
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "abcdefghi", "type": "function", "function": {"name": "b\udd4a", "arguments": "{}"}}]},
+        {"role": "assistant", "content": "thinking \udd4a", "tool_calls": []},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "ab\udd4a", "type": "function",
+                         "function": {"name": "bash", "arguments": '{"command": "echo \\udd4a"}'}}]},
+    ],
+    ids=["in a tool name", "in a message's tool name", "in a message's content", "in a call id and argument"],
+)  # fmt: skip
+def test_a_lone_surrogate_anywhere_leaves_valid_text(env, action: Any) -> None:  # type: ignore[no-untyped-def]
+    """Found by the fuzzer in CI: an unknown tool's name was echoed with its lone surrogate, and the chat
+    could no longer be saved or rendered for the rest of the episode."""
+    step_anything(env, action)
