@@ -23,6 +23,7 @@ episodes take different numbers of turns would deadlock in it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import types
 import weakref
@@ -425,21 +426,25 @@ def make_tiny_tool_caller(out_dir: str | Path, steps: int = 200, seed: int = 0) 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    out = Path(out_dir) / f"tiny-bpe-trl-tool-caller-{steps}"
+    out = Path(out_dir) / f"tiny-bpe-trl-tool-caller-v2-{steps}"  # v2: also on TRL-rendered prompts
     if (out / "model.safetensors").exists():
         return out
     base = make_tiny_trl_model(out_dir)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = AutoModelForCausalLM.from_pretrained(str(base))
     env = gymnasium.make("CodeDebug-v0").unwrapped
+    # TRL renders its prompt with the environment class's methods as the tools (their schemas come from the
+    # signatures and docstrings), gym_swe's collector with the env's schemas: the tiny model learns both.
+    trl_environment = environment_class("CodeDebug-v0")()
+    trl_tools = [getattr(trl_environment, name) for name in TOOL_METHODS if hasattr(trl_environment, name)]
     outputs = ["All tests passed.", "Traceback (most recent call last):\nAssertionError", "[no output]"]
     examples = []  # (ids, labels): a whole episode of `turns` replies, each reply trained on
     try:
-        for task in list(env.tasks)[:2]:
+        for task, tools in itertools.product(list(env.tasks)[:2], (env.toolbox.schemas(), trl_tools)):
             system, user = env._prompt(task)
             opening = [{"role": "system", "content": system}, {"role": "user", "content": user}]
             prompt = tokenizer.apply_chat_template(
-                opening, tools=env.toolbox.schemas(), add_generation_prompt=True, tokenize=False
+                opening, tools=tools, add_generation_prompt=True, tokenize=False
             )
             ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
             labels = [-100] * len(ids)
@@ -454,6 +459,7 @@ def make_tiny_tool_caller(out_dir: str | Path, steps: int = 200, seed: int = 0) 
             examples.append((ids + reply, labels + reply))
     finally:
         env.close()
+        trl_environment._finalizer()
     torch.manual_seed(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()
