@@ -23,6 +23,7 @@ from typing import Any
 
 from gym_swe.errors import SandboxUnavailableError
 from gym_swe.sandbox.docker import BASE_IMAGE, docker_client
+from gym_swe.sandbox.images import existing_recipe
 
 HARNESS_IMAGE = "gym-swe-harness:mini-swe-agent"
 HARNESS_VENV = "/opt/mini-swe-agent"
@@ -135,13 +136,9 @@ def build_harness_image(
     packages = requirements()
     found = base_platform(base)
     wanted = recipe(base_id, packages, found)
-    if not force:
-        try:
-            if (client.images.get(name).labels or {}).get("gym_swe.recipe") == wanted:
-                log(f"{name} is up to date")
-                return name
-        except Exception:
-            pass
+    if not force and existing_recipe(name) == wanted:
+        log(f"{name} is up to date")
+        return name
     with tempfile.TemporaryDirectory(prefix="gym_swe-harness-") as work:
         wheels = os.path.join(work, "wheels")
         log(f"downloading the wheels of {' '.join(packages)} for Python {found['version']} in {base}")

@@ -16,6 +16,7 @@ import tarfile
 from collections.abc import Callable
 
 from gym_swe.sandbox.docker import BASE_IMAGE, docker_client
+from gym_swe.sandbox.images import existing_recipe
 from gym_swe.tasks.repos import RepoSource, checkout
 from gym_swe.tasks.swe import SWETask, docker_image
 
@@ -59,13 +60,9 @@ def build_task_image(
     name = docker_image(task, "gym-swe")
     base_id = client.images.get(base).id
     wanted = recipe(task, base_id)
-    if not force:
-        try:
-            if (client.images.get(name).labels or {}).get("gym_swe.recipe") == wanted:
-                log(f"{name} is up to date")
-                return name
-        except Exception:
-            pass
+    if not force and existing_recipe(name) == wanted:
+        log(f"{name} is up to date")
+        return name
     repo = checkout(task, source)
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as archive:
