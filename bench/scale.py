@@ -8,7 +8,8 @@ reset (a jail and the task's files), the steps, grading in a fresh jail. For eac
 flight, local envs and the pool's envs (Ray actors on this machine, ``--envs-per-actor`` envs each) run in
 alternation, ``--rounds`` times; we report episodes/s and env steps/s (medians), and the Ray overhead per env
 step: the median time of ``env.step`` as the collector sees it through the pool over the same in-process
-(target: <= 1.1x, about 1 ms over a ~10 ms step).
+(target: <= 1.1x, about 1 ms over a ~10 ms step). Last, Ray's own floor under that ratio: a bare call to an
+actor (ping), and a call that only sleeps as long as a local step.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ class ScriptedTurns:
 
     def close(self) -> None:
         pass
+
+
+def _sleep(actor, seconds: float) -> None:  # type: ignore[no-untyped-def]
+    time.sleep(seconds)
 
 
 def run(envs, generator, episodes: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
@@ -136,6 +141,15 @@ def main() -> None:
     actor = pool.actors[0]
     pings = timed(lambda: ray.get(actor.ping.remote()), 300)
     print(f"A bare call to an env actor and back (ping): {median_ms(pings):.2f} ms (median of 300)")
+    # Ray's own floor for a call as long as a step: one that sleeps the local step's median in the actor.
+    # A call that blocks for milliseconds costs more than a ping (the ends go idle in between), and no pool
+    # can do better than this.
+    step_s = rows[0][1]["local"]["step_ms"] / 1000
+    sleeps = timed(lambda: ray.get(actor.__ray_call__.remote(_sleep, step_s)), 100)
+    floor = median_ms(sleeps) - step_s * 1000
+    best = (step_s * 1000 + floor) / (step_s * 1000)
+    print(f"A call that sleeps {step_s * 1000:.1f} ms in an env actor: +{floor:.2f} ms over the sleep "
+          f"(median of 100), a per-step ratio of {best:.2f}x at best")  # fmt: skip
     for env in local:
         env.close()
     pool.close()

@@ -118,18 +118,27 @@ class EnvActor:
                 base.sandbox_options["labels"] = labels
             return env.reset(seed=seed, options=options)
 
-    def step(self, slot: int, action: Any) -> tuple[str, float, bool, bool, dict]:
+    def step(self, slot: int, action: Any, known: int) -> tuple[str, float, bool, bool, dict, list]:
+        """`env.step`, with ``info["messages"]`` sent as the messages after the ``known`` ones the handle
+        has: the chat only grows, and shipping all of it on every step would cost O(turns^2) bytes."""
         with self.locks[slot]:
-            return self.envs[slot].step(action)
+            observation, reward, terminated, truncated, info = self.envs[slot].step(action)
+        return observation, reward, terminated, truncated, *_split_messages(info, known)
 
-    def truncate(self, slot: int, reason: str) -> dict:
+    def truncate(self, slot: int, reason: str, known: int) -> tuple[dict, list]:
         with self.locks[slot]:
-            return self.envs[slot].unwrapped.truncate(reason)
+            return _split_messages(self.envs[slot].unwrapped.truncate(reason), known)
 
     def close(self) -> None:
         for env, lock in zip(self.envs, self.locks):
             with lock:
                 env.close()
+
+
+def _split_messages(info: dict, known: int) -> tuple[dict, list]:
+    """``info`` without its messages, and the messages past the first ``known``."""
+    info = dict(info)
+    return info, info.pop("messages")[known:]
 
 
 def reap(run_id: str, actor_name: str | None = None, pids: Sequence[int] = ()) -> list[str]:
@@ -232,9 +241,10 @@ class RayEnvHandle:
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
         member = self._current()
-        ref = member.actor.step.remote(self._slot, action)
-        observation, reward, terminated, truncated, info = self._call(member, ref, self._call_timeout())
-        self.messages = list(info["messages"])
+        ref = member.actor.step.remote(self._slot, action, len(self.messages))
+        observation, reward, terminated, truncated, info, new = self._call(member, ref, self._call_timeout())
+        self.messages = self.messages + new  # a new list: the collector may hold the last one
+        info["messages"] = list(self.messages)
         self._done = bool(terminated or truncated)
         if not self._done and self._deadline is not None and time.monotonic() > self._deadline:
             # Out of time: the episode ends with this step, truncated and graded as one at max_turns would.
@@ -245,8 +255,10 @@ class RayEnvHandle:
 
     def truncate(self, reason: str) -> dict:
         member = self._current()
-        info = self._call(member, member.actor.truncate.remote(self._slot, reason), self._call_timeout())
-        self.messages, self._done = list(info["messages"]), True
+        ref = member.actor.truncate.remote(self._slot, reason, len(self.messages))
+        info, new = self._call(member, ref, self._call_timeout())
+        self.messages = self.messages + new
+        info["messages"], self._done = list(self.messages), True
         return info
 
     def close(self) -> None:
