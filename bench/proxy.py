@@ -1,6 +1,7 @@
 """The interception proxy's cost: harness rollouts over HTTP against the same generator called directly.
 
     python bench/proxy.py [--rollouts 1,8,32] [--turns 4] [--latency 0.5] [--repeats 3]
+                          [--harness threads|processes]
 
 A scripted generator with a realistic latency (``--latency`` seconds per call, whatever the batch: a server
 decoding a turn of ~100 tokens) answers every turn with a bash tool call. Two arms, in the same run, with the
@@ -8,9 +9,17 @@ same prompts and the same generator:
 
 - **direct**: each rollout is a thread that renders its prompt with the chat template and calls the
   generator itself, bridging between turns as gym_swe's collector does (no HTTP, no JSON).
-- **proxy**: each rollout is a harness thread that POSTs OpenAI chat requests (the whole history each time,
-  ~2 KB of tool output per turn) to its rollout of a `ProxyServer`; the proxy renders, bridges, generates,
-  parses the tool calls and answers.
+- **proxy**: each rollout is a harness that POSTs OpenAI chat requests (the whole history each time, ~2 KB
+  of tool output per turn) to its rollout of a `ProxyServer`; the proxy renders, bridges, generates, parses
+  the tool calls and answers.
+
+``--harness threads`` (the default) runs each harness as a thread of the proxy's process, as `run_episodes`
+runs mini-swe-agent for ``gym-swe eval --harness`` and the trainer: the harnesses' HTTP client work (~1 ms of
+CPU a request for ``requests``) competes with the proxy for the same interpreter lock, the harder case.
+``--harness processes`` gives each harness a process of its own, as a CLI agent or mini-swe-agent inside the
+episode's sandbox (`run_episode_inside`) has: its client work takes a core, not the proxy's lock. Either way
+the proxy's own work (HTTP server, JSON, render, bridge, tool-call parsing) stays fully inside the
+measurement, as does handing the rollouts to the harness processes.
 
 Printed per number of concurrent rollouts: turns per second of each arm, the proxy's wall time over the
 direct arm's (the target: <= 1.05x at 32 rollouts), and the proxy's mean added milliseconds per turn. Each
@@ -21,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import statistics
 import threading
 import time
@@ -91,13 +101,13 @@ def direct_rollout(generator: LatencyGenerator, turns: int, params: SamplingPara
         ids = ids + sample.token_ids + chat.bridge_ids(assistant, [result], sample.token_ids)
 
 
-def proxy_rollout(rollout: Any, turns: int) -> None:
+def proxy_rollout(base_url: str, secret: str, turns: int) -> None:
     session = requests.Session()
-    session.headers["Authorization"] = f"Bearer {rollout.secret}"
+    session.headers["Authorization"] = f"Bearer {secret}"
     messages = list(OPENING)
     for _ in range(turns):
         response = session.post(
-            rollout.base_url + "/chat/completions",
+            base_url + "/chat/completions",
             json={"model": "m", "messages": messages, "tools": [BASH]},
             timeout=600,
         )
@@ -119,12 +129,23 @@ def timed(targets: list[Any]) -> float:
     return time.perf_counter() - start
 
 
+def timed_in_processes(pool: Any, rollouts: list[Any], turns: int) -> float:
+    """Each rollout played by a harness process of ``pool`` (one process per rollout, started beforehand)."""
+    jobs = [(rollout.base_url, rollout.secret, turns) for rollout in rollouts]
+    start = time.perf_counter()
+    pool.starmap(proxy_rollout, jobs, chunksize=1)
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rollouts", default="1,8,32")
     parser.add_argument("--turns", type=int, default=4)
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per generator call")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--harness", choices=("threads", "processes"), default="threads", help="how harnesses run"
+    )
     args = parser.parse_args()
     from transformers import AutoTokenizer
 
@@ -141,19 +162,32 @@ def main() -> None:
     params = SamplingParams(max_tokens=256)
     print(
         f"tokenizer: {Path(tokenizer.name_or_path).name}; {args.turns} turns per rollout; "
-        f"generator latency {args.latency * 1000:.0f} ms per call; median of {args.repeats}"
+        f"generator latency {args.latency * 1000:.0f} ms per call; harnesses in {args.harness}; "
+        f"median of {args.repeats}"
     )
     print(
         f"{'rollouts':>8} {'direct turns/s':>15} {'proxy turns/s':>14} {'proxy/direct':>13} "
         f"{'added ms/turn':>14}"
     )
+    counts = [int(n) for n in args.rollouts.split(",")]
+    # Spawned, not forked: the proxy's process has threads (its server, the tokenizer's).
+    pool = multiprocessing.get_context("spawn").Pool(max(counts)) if args.harness == "processes" else None
     with ProxyServer(generator, params, max_model_len=32768) as proxy:
-        for count in [int(n) for n in args.rollouts.split(",")]:
+        if pool is not None:  # every harness process started and its imports done before any timing
+            warm = [proxy.open_rollout("warm-up") for _ in range(max(counts))]
+            timed_in_processes(pool, warm, 1)
+            for handle in warm:
+                handle.finish()
+        for count in counts:
             direct_times, proxy_times = [], []
             for _ in range(args.repeats):
                 direct_times.append(timed([lambda: direct_rollout(generator, args.turns, params)] * count))
                 handles = [proxy.open_rollout(f"bench-{i}") for i in range(count)]
-                proxy_times.append(timed([lambda h=h: proxy_rollout(h, args.turns) for h in handles]))
+                if pool is not None:
+                    proxy_times.append(timed_in_processes(pool, handles, args.turns))
+                else:
+                    plays = [lambda h=h: proxy_rollout(h.base_url, h.secret, args.turns) for h in handles]
+                    proxy_times.append(timed(plays))
                 for handle in handles:
                     trajectory = handle.finish()
                     assert len(trajectory.turns) == args.turns and trajectory.forks == 0
@@ -164,6 +198,9 @@ def main() -> None:
                 f"{count:>8} {turns / direct:>15.2f} {turns / through:>14.2f} {through / direct:>12.3f}x "
                 f"{added:>14.1f}"
             )
+    if pool is not None:
+        pool.close()
+        pool.join()
 
 
 if __name__ == "__main__":

@@ -339,6 +339,32 @@ def test_max_tokens_is_capped_to_the_context_left_then_the_rollout_ends(tokenize
         assert rollout.end_reason == "max_model_len"
 
 
+class ServerBackendGenerator(RecordingGenerator):
+    """Batches concurrent requests itself, as vllm-server does: each request renders and generates in one
+    thread of the proxy."""
+
+    concurrent = True
+
+
+def test_a_server_backend_gets_the_same_exact_ids_and_budget_errors(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    generator = ServerBackendGenerator(tokenizer, commands(4))
+    with ProxyServer(generator, SamplingParams(max_tokens=256), max_model_len=4096) as server:
+        rollout = server.open_rollout("task")
+        messages = play(rollout, 3)
+        trajectory = rollout.finish()
+        assert sampled_ids(trajectory) == generator.sampled and len(generator.batch_sizes) == 3
+        for prompt, turn in zip(generator.prompts, trajectory.turns):
+            assert prompt == trajectory.token_ids[: turn.start]
+        assert (trajectory.forks, trajectory.segment_count) == (0, 1)
+        rollout = server.open_rollout("task")
+        # The context budget, checked in the generating thread, still ends the rollout with its 400.
+        long = [OPENING[0], {"role": "user", "content": "word " * 5000}]
+        response = post(rollout, {"messages": long, "tools": [BASH]})
+        assert response.status_code == 400 and response.json()["error"]["code"] == "context_length_exceeded"
+        assert rollout.end_reason == "max_model_len" and len(generator.batch_sizes) == 3
+    assert messages[-1]["role"] == "tool"
+
+
 # -- security ----------------------------------------------------------------------------------------------------
 def test_bad_requests_get_clear_errors_and_the_others_are_still_served(tokenizer) -> None:  # type: ignore[no-untyped-def]
     generator = RecordingGenerator(tokenizer, commands(10))

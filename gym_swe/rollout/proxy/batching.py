@@ -1,15 +1,18 @@
 """Requests of many rollouts into few generator calls.
 
 A server backend (``vllm-server``: ``generator.concurrent``) batches concurrent requests itself, so each
-request is its own call, in a thread. An in-process backend (``hf``, ``vllm``) generates one batch at a
-time: the requests that arrive while a batch runs wait and go together in the next one (grouped by their
-sampling parameters, since ``max_tokens`` differs with the context each rollout has left), as the
-collector batches the active episodes of a round.
+request is its own call, in a thread, which renders the request's prompt first: one hand-off between the
+event loop and a thread per turn, not two (under load each hand-off waits for the interpreter lock, and
+those waits, more than the work, are what a busy proxy adds to a turn). An in-process backend (``hf``,
+``vllm``) generates one batch at a time: the requests that arrive while a batch runs wait and go together
+in the next one (grouped by their sampling parameters, since ``max_tokens`` differs with the context each
+rollout has left), as the collector batches the active episodes of a round.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -28,18 +31,29 @@ class GenerationQueue:
         self._drainer: asyncio.Task[None] | None = None
         self.calls = 0
 
-    async def generate(self, prompt: list[int], params: SamplingParams) -> Sample:
+    async def generate(
+        self, prepare: Callable[[], tuple[list[int], SamplingParams]]
+    ) -> tuple[list[int], Sample]:
+        """The prompt ``prepare()`` renders (with the sampling parameters for it) and its sample.
+        ``prepare`` runs in a thread, since rendering takes milliseconds; what it raises is raised here."""
         loop = asyncio.get_running_loop()
         if self.concurrent:
+            prompt, sample = await loop.run_in_executor(self._threads, self._prepare_and_call, prepare)
             self.calls += 1
-            samples = await loop.run_in_executor(self._threads, self._call, [prompt], params)
-            return samples[0]
+            return prompt, sample
+        prompt, params = await loop.run_in_executor(None, prepare)
         future: asyncio.Future[Sample] = loop.create_future()
         self._pending.append((prompt, params, future))
         if not self._running:
             self._running = True
             self._drainer = loop.create_task(self._drain())
-        return await future
+        return prompt, await future
+
+    def _prepare_and_call(
+        self, prepare: Callable[[], tuple[list[int], SamplingParams]]
+    ) -> tuple[list[int], Sample]:
+        prompt, params = prepare()
+        return prompt, self._call([prompt], params)[0]
 
     async def _drain(self) -> None:
         loop = asyncio.get_running_loop()

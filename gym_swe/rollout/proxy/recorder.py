@@ -47,6 +47,13 @@ def _arguments(function: Mapping[str, Any]) -> Any:
     return arguments
 
 
+def _same_message(sent: Mapping[str, Any], before: Mapping[str, Any]) -> bool:
+    """``comparable`` alike. Messages a harness sends back unchanged are equal as they are, which is quick
+    (a history is re-sent whole every turn, with all its tool outputs); only the others (the proxy's answer
+    as the SDK re-serialized it, say) are reduced to what the model saw."""
+    return sent == before or comparable(sent) == comparable(before)
+
+
 class TokenRecorder:
     """Builds one rollout's `Trajectory` from the requests a harness sends and the samples it gets."""
 
@@ -63,7 +70,7 @@ class TokenRecorder:
         self.template_kwargs = dict(template_kwargs or {})
         self._chat: ChatFormat | None = None
         self._tools_key: str | None = None
-        self._history: list[dict[str, Any]] | None = None  # the last request and the answer, comparable
+        self._history: list[dict[str, Any]] | None = None  # the last request and the answer, as sent
         self._assistant: dict[str, Any] | None = None
         self._sampled: list[int] = []
         self._segment_start = 0
@@ -80,14 +87,13 @@ class TokenRecorder:
         ``context_length_exceeded``)."""
         trajectory = self.trajectory
         tools_key = json.dumps(request.tools, sort_keys=True)
-        current = [comparable(message) for message in request.messages]
         previous = self._history
         extends = (
             previous is not None
             and tools_key == self._tools_key
-            and len(current) >= len(previous)  # nothing new: the harness asks again after the answer
-            and current[: len(previous)] == previous
-            and all(message["role"] != "assistant" for message in current[len(previous) :])
+            and len(request.messages) >= len(previous)  # nothing new: the harness asks again after the answer
+            and all(map(_same_message, request.messages, previous))
+            and all(message.get("role") != "assistant" for message in request.messages[len(previous) :])
         )
         if extends:
             assert self._chat is not None and self._assistant is not None
@@ -134,8 +140,8 @@ class TokenRecorder:
         self.trajectory.add_sampled(sample.token_ids, sample.logprobs, sample.text, sample.finish_reason)
         self._assistant = message
         self._sampled = list(sample.token_ids)
-        self._history = [*(comparable(m) for m in request.messages), comparable(message)]
-        self.trajectory.messages = [*request.messages, message]
+        self._history = [*request.messages, message]
+        self.trajectory.messages = list(self._history)
         return message, finish
 
     def rerender_matches(self) -> bool | None:
