@@ -349,16 +349,18 @@ def collect_with_harness(
     seed: int | None = None,
     on_trajectory: Callable[[Trajectory], None] | None = None,
     config: MiniSweAgentConfig | None = None,
+    on_turn: Callable[[], None] | None = None,
 ) -> list[Trajectory]:
     """`gym_swe.rollout.collector.collect`'s surface, with mini-swe-agent playing the episodes through a
     proxy over ``generator`` (started and stopped here): what ``gym-swe eval --harness mini-swe-agent`` and
-    ``trainers/grpo.py --harness mini-swe-agent`` call."""
+    ``trainers/grpo.py --harness mini-swe-agent`` call. ``on_turn`` is called after each of the model's
+    turns (the harness steps no env until it submits: its turns are the proxy's completions)."""
     if seed is not None:
         raise ConfigError(
             "a run seed is not supported with a harness: the proxy sends no per-request seeds (the harness "
             "decides when it asks), so the run would not repeat; leave the seed out"
         )
-    with ProxyServer(generator, sampling, max_model_len=max_model_len) as proxy:
+    with ProxyServer(generator, sampling, max_model_len=max_model_len, on_turn=on_turn) as proxy:
         return run_episodes(envs, proxy, task_ids, samples_per_task, parallel, config, on_trajectory)
 
 

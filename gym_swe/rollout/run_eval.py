@@ -143,7 +143,7 @@ class TurnCallback(gymnasium.Wrapper):
 
 def run_eval(args: argparse.Namespace, play: Callable[..., list[Trajectory]] = collect) -> int:
     """``play``: how the episodes are played: `collect` (gym_swe's tool loop), or a black-box harness's
-    collector with the same surface (``--harness``)."""
+    collector with the same surface plus ``on_turn`` (``--harness``)."""
     kwargs: dict[str, Any] = {"tasks": args.tasks, "sandbox": args.sandbox}
     if args.max_turns:
         kwargs.update(max_turns=args.max_turns, max_episode_steps=args.max_turns)
@@ -155,9 +155,13 @@ def run_eval(args: argparse.Namespace, play: Callable[..., list[Trajectory]] = c
     generator = build_generator(args)
     sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p)
     progress = Progress(len(task_ids) * args.samples)
+    if play is collect:  # gym_swe's tool loop: a turn is an env step
+        make_env, turns = (lambda: TurnCallback(gymnasium.make(args.env, **kwargs), progress.on_turn)), {}
+    else:  # a harness steps the env only to submit: its turns are its model's, which it counts
+        make_env, turns = (lambda: gymnasium.make(args.env, **kwargs)), {"on_turn": progress.on_turn}
     try:
         trajectories = play(
-            lambda: TurnCallback(gymnasium.make(args.env, **kwargs), progress.on_turn),
+            make_env,
             generator,
             task_ids,
             samples_per_task=args.samples,
@@ -166,6 +170,7 @@ def run_eval(args: argparse.Namespace, play: Callable[..., list[Trajectory]] = c
             parallel=args.parallel,
             seed=args.seed,  # None (no --seed): no per-request seeds, so samples of a task differ
             on_trajectory=progress.on_trajectory,
+            **turns,
         )
     finally:
         progress.close()

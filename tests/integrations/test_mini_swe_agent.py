@@ -15,7 +15,12 @@ pytest.importorskip("minisweagent")
 pytest.importorskip("aiohttp")
 
 import gym_swe  # noqa: F401
-from gym_swe.integrations.mini_swe_agent import MiniSweAgentConfig, run_episode, run_episodes
+from gym_swe.integrations.mini_swe_agent import (
+    MiniSweAgentConfig,
+    collect_with_harness,
+    run_episode,
+    run_episodes,
+)
 from gym_swe.rollout.generators.base import SamplingParams
 from gym_swe.rollout.proxy import ProxyServer
 from gym_swe.rollout.proxy.recorder import sampled_ids
@@ -121,6 +126,25 @@ def test_episodes_in_parallel(tokenizer) -> None:  # type: ignore[no-untyped-def
     assert [(t.task_id, t.sample_index, t.reward) for t in trajectories] == [
         ("GymSwe/0", i, 1.0) for i in range(3)
     ]
+
+
+def test_eval_progress_counts_the_harness_turns(tokenizer, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """`gym-swe eval --harness`'s progress bar: the harness steps no env until it submits, so its turns are
+    counted as the proxy answers them."""
+    require_bwrap()
+    from gym_swe.rollout.run_eval import Progress
+
+    task = load_function_tasks("bundled").get("GymSwe/0")
+    turns = [bash("ls", 0), write_file("/workspace/solution.py", task.fixed_code, 1), bash(SUBMIT, 2)]
+    progress = Progress(total=2)
+    trajectories = collect_with_harness(
+        lambda: gymnasium.make("CodeDebug-v0"), RecordingGenerator(tokenizer, turns), ["GymSwe/0"],
+        samples_per_task=2, sampling=SamplingParams(max_tokens=4096), max_model_len=32768,
+        on_trajectory=progress.on_trajectory, on_turn=progress.on_turn,
+    )  # fmt: skip
+    progress.close()
+    assert [len(t.turns) for t in trajectories] == [3, 3] and progress.turns == 6
+    assert "6 turns, 2 resolved, 0 failed]" in capsys.readouterr().err
 
 
 # -- the trainer -------------------------------------------------------------------------------------------------

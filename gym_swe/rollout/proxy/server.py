@@ -27,7 +27,7 @@ import hashlib
 import json
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gym_swe.errors import ConfigError, missing_dependency
@@ -82,7 +82,8 @@ class RolloutHandle:
 
 class ProxyServer:
     """See the module docstring. ``host``/``port`` (0: any free port) or ``unix_socket`` (a path: for a
-    harness in a sandbox that reaches the host through a socket bound into its jail, and nothing else)."""
+    harness in a sandbox that reaches the host through a socket bound into its jail, and nothing else).
+    ``on_turn``: called after each completion the proxy answers, a harness's turn (for progress bars)."""
 
     def __init__(
         self,
@@ -95,6 +96,7 @@ class ProxyServer:
         max_body_bytes: int = DEFAULT_MAX_BODY,
         template_kwargs: Mapping[str, Any] | None = None,
         model_name: str | None = None,
+        on_turn: Callable[[], None] | None = None,
     ) -> None:
         if getattr(generator, "chat", False):
             raise ConfigError(
@@ -111,6 +113,7 @@ class ProxyServer:
         self.max_body_bytes = max_body_bytes
         self.template_kwargs = dict(template_kwargs or {})
         self.model_name = model_name or getattr(generator, "name", "model")
+        self.on_turn = on_turn  # called on the server's thread after each completion it answers (progress)
         self.registry = RolloutRegistry()
         self._host, self._port = host, port
         self.unix_socket = unix_socket
@@ -295,18 +298,20 @@ class ProxyServer:
                 "max_turns",
             )
         recorder = state.recorder
-        loop = asyncio.get_running_loop()
+
+        def prepare() -> tuple[list[int], SamplingParams]:
+            prompt = recorder.prompt_for(chat)
+            return prompt, self.sampling.with_max_tokens(min(self.sampling.max_tokens, recorder.room()))
+
+        assert self._queue is not None
         try:
-            # Rendering a long conversation takes milliseconds: off the loop, so other rollouts are served.
-            prompt = await loop.run_in_executor(None, recorder.prompt_for, chat)
+            # Rendering a long conversation takes milliseconds: in a thread, so other rollouts are served.
+            prompt, sample = await self._queue.generate(prepare)
         except RequestError:
             state.end("max_model_len")
             raise
         except ValueError as error:  # the template cannot render these messages
             raise RequestError(400, f"the chat template cannot render this request: {error}") from None
-        params = self.sampling.with_max_tokens(min(self.sampling.max_tokens, recorder.room()))
-        assert self._queue is not None
-        sample = await self._queue.generate(prompt, params)
         if sample.error:
             recorder.trajectory.error = f"generator: {sample.error}"
             state.end("generator_error")
@@ -315,6 +320,8 @@ class ProxyServer:
             )
         message, finish = recorder.record(chat, sample)
         state.turns += 1
+        if self.on_turn is not None:
+            self.on_turn()
         usage = {
             "prompt_tokens": len(prompt),
             "completion_tokens": len(sample.token_ids),
