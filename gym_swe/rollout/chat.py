@@ -102,6 +102,7 @@ class ChatFormat:
         self.template_kwargs = dict(template_kwargs or {})
         self.stop_ids = stop_token_ids(tokenizer)
         self._arguments_as = "dict"
+        self._stand_in_head: list[int] | None = None  # the stand-in conversation's prompt, the same each turn
 
     def render(self, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool) -> list[int]:
         """Token ids of ``messages`` under the template."""
@@ -138,7 +139,9 @@ class ChatFormat:
     ) -> list[int]:
         """Ids that follow the sampled ids of ``assistant``'s turn: the rest of its end-of-turn, the
         ``new_messages`` (tool results, feedback) and the next generation prompt."""
-        head = self.render(STAND_IN, add_generation_prompt=True)
+        if self._stand_in_head is None:
+            self._stand_in_head = self.render(STAND_IN, add_generation_prompt=True)
+        head = self._stand_in_head
         calls = assistant.get("tool_calls")
         # Some templates refuse content beside tool calls (Mistral), others render it as a turn of its own
         # (gpt-oss): a stand-in with calls has no content.
