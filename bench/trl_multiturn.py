@@ -5,13 +5,17 @@
 
 Both sides: 8 bundled tasks x G=4 completions per step, up to 3 turns, the same tiny model, temperature 1,
 AdamW at lr 1e-4, fp32, local sandboxes, generation with transformers on the trainer's model (ours:
-``--generator hf``; TRL: ``use_vllm=False``). Ours plays the 32 episodes through its collector (resets, tool
-calls and grading in parallel threads, one batched ``generate`` per turn); TRL resets the envs and runs the
-tools one rollout after the other, then asks each env for its reward (which grades it).
+``--generator hf``; TRL: ``use_vllm=False``), at most 48 new tokens per turn, and room for whole episodes
+(TRL's ``max_completion_length`` counts tool results too). Ours plays the 32 episodes through its collector
+(resets, tool calls and grading in parallel threads, one batched ``generate`` per turn); TRL resets the envs
+and runs the tools one rollout after the other, then asks each env for its reward (which grades it). TRL's
+loop samples a reply after every tool result, so with ``max_tool_calling_iterations`` 3 it generates once
+more per episode than ours (4 replies for 3 env steps; the 4th reply's call is not run).
 
 The model (``--model tool-caller``, the default) is `make_tiny_tool_caller`'s: the tiny random model of the
-TRL tests taught to answer with one bash tool call, so that episodes on both sides go on for their turns;
-``random`` is the untaught model (TRL then ends each rollout after one turn, since no tool call parses).
+TRL tests taught to answer every turn with one bash tool call, on the tool results and the tokens both sides
+really feed it, so that episodes on both sides play all their turns; ``random`` is the untaught model (TRL
+then ends each rollout after one turn, since no tool call parses).
 Per side: steps/s is 1 / the median step time over every run (each run's first step left out as warm-up),
 and round by round (the two runs of a round are the least apart in time); env steps per episode are counted
 from the envs (TRL ends an episode at the first turn without a tool call, gym_swe's env tells the model and
@@ -40,7 +44,10 @@ MODELS = ROOT / ".tmp" / "models"
 TASKS = 8
 GROUP = 4
 TURNS = 3
-MAX_NEW_TOKENS = 48  # per turn (ours); TRL's max_completion_length covers all turns: TURNS times this
+MAX_NEW_TOKENS = 48  # per turn, both sides (TRL: generation_kwargs' max_new_tokens)
+# TRL's max_completion_length counts the replies and the tool results alike (a traceback here is up to 214
+# tokens): room for whole episodes, as ours has under its max_model_len (4096, prompt included).
+COMPLETION_ROOM = 2048
 RESULT = "BENCH_RESULT "
 
 
@@ -100,7 +107,8 @@ def run_trl(model: str, steps: int, out: Path) -> dict[str, Any]:
         per_device_train_batch_size=TASKS * GROUP,
         gradient_accumulation_steps=1,
         num_generations=GROUP,
-        max_completion_length=MAX_NEW_TOKENS * TURNS,
+        max_completion_length=COMPLETION_ROOM,
+        generation_kwargs={"max_new_tokens": MAX_NEW_TOKENS},
         max_tool_calling_iterations=TURNS,
         temperature=1.0,
         learning_rate=1e-4,

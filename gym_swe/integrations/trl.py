@@ -23,7 +23,6 @@ episodes take different numbers of turns would deadlock in it.
 
 from __future__ import annotations
 
-import itertools
 import json
 import types
 import weakref
@@ -416,17 +415,32 @@ TOOL_CALL_COMMAND = "python test_solution.py"
 TOOL_CALL_REPLY = (
     '<tool_call>\n{"name": "bash", "arguments": {"command": "' + TOOL_CALL_COMMAND + '"}}\n</tool_call>'
 )
+TOOL_CALLER_TASKS = 12
+"""How many bundled CodeDebug-v0 tasks `make_tiny_tool_caller` learns from (passing and failing tests)."""
+TOOL_CALLER_REPLIES = 4
+"""Replies per taught episode: 3 turns, and the reply TRL samples after the last tool result (its loop
+samples after every tool result, up to ``max_tool_calling_iterations``)."""
 
 
-def make_tiny_tool_caller(out_dir: str | Path, steps: int = 200, seed: int = 0) -> Path:
-    """`make_tiny_trl_model`'s model taught to answer CodeDebug-v0 prompts with one bash tool call
-    (`TOOL_CALL_REPLY`, Hermes format: both TRL's parser and gym_swe's read it), so that episodes last
-    ``max_turns`` turns on both sides of a comparison. Fine-tuned once (``steps`` AdamW steps on whole
-    four-turn episodes of two tasks, a minute or two on a CPU) and kept in ``out_dir``."""
+def make_tiny_tool_caller(out_dir: str | Path, steps: int = 1000, seed: int = 0) -> Path:
+    """`make_tiny_trl_model`'s model taught to answer every turn of a CodeDebug-v0 episode with one bash tool
+    call (`TOOL_CALL_REPLY`, Hermes format: both TRL's parser and gym_swe's read it), so that episodes last
+    ``max_turns`` env steps on both sides of a comparison.
+
+    It learns whole episodes of `TOOL_CALLER_REPLIES` replies on the first `TOOL_CALLER_TASKS` bundled tasks
+    with a wrong-output bug, each reply followed by what the env really returns for the call ("All tests
+    passed." or the task's traceback), in both conversations it meets: the prompt rendered with the env's
+    tool schemas (gym_swe's collector) and with the environment class's methods (TRL). Between replies come
+    the chat template's tool turn and generation prompt, the ids both sides append to the sampled ones (TRL's
+    tool suffix, gym_swe's bridge). Fine-tuned once (``steps`` AdamW steps, a minute or two on a CPU for the
+    default 1,000) and kept in ``out_dir``.
+
+    At temperature 1 the default's reply is the call about 98.6% of the time on each turn, so nearly every
+    episode plays all its turns; 200 steps give about 80%, which leaves a group's rollouts some spread."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    out = Path(out_dir) / f"tiny-bpe-trl-tool-caller-v2-{steps}"  # v2: also on TRL-rendered prompts
+    out = Path(out_dir) / f"tiny-bpe-trl-tool-caller-v3-{steps}"  # v3: every turn, on the env's tool results
     if (out / "model.safetensors").exists():
         return out
     base = make_tiny_trl_model(out_dir)
@@ -437,34 +451,42 @@ def make_tiny_tool_caller(out_dir: str | Path, steps: int = 200, seed: int = 0) 
     # signatures and docstrings), gym_swe's collector with the env's schemas: the tiny model learns both.
     trl_environment = environment_class("CodeDebug-v0")()
     trl_tools = [getattr(trl_environment, name) for name in TOOL_METHODS if hasattr(trl_environment, name)]
-    outputs = ["All tests passed.", "Traceback (most recent call last):\nAssertionError", "[no output]"]
-    examples = []  # (ids, labels): a whole episode of `turns` replies, each reply trained on
+    reply = tokenizer(TOOL_CALL_REPLY + "<|im_end|>", add_special_tokens=False)["input_ids"]
+    examples = []  # (ids, labels): a whole episode, each reply trained on
     try:
-        for task, tools in itertools.product(list(env.tasks)[:2], (env.toolbox.schemas(), trl_tools)):
+        # Tasks whose test script ends at once (a looping bug's would run until the tool's timeout).
+        quick = [task for task in env.tasks if task.failure_symptoms == "incorrect output"]
+        for task in quick[:TOOL_CALLER_TASKS]:
+            # The tool results of the episode, played through the class TRL calls (the same env steps).
+            trl_environment.reset(task.task_id)
+            results = [trl_environment.bash(TOOL_CALL_COMMAND) for _ in range(TOOL_CALLER_REPLIES - 1)]
             system, user = env._prompt(task)
             opening = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-            prompt = tokenizer.apply_chat_template(
-                opening, tools=tools, add_generation_prompt=True, tokenize=False
-            )
-            ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-            labels = [-100] * len(ids)
-            reply = tokenizer(TOOL_CALL_REPLY + "<|im_end|>", add_special_tokens=False)["input_ids"]
-            for output in outputs:
-                ids, labels = ids + reply, labels + reply
-                # The template's turn between replies: the tool result and the next generation prompt.
-                bridge = (f"\n<|im_start|>user\n<tool_response>\n{output}\n</tool_response><|im_end|>\n"
-                          "<|im_start|>assistant\n")  # fmt: skip
-                bridge_ids = tokenizer(bridge, add_special_tokens=False)["input_ids"]
-                ids, labels = ids + bridge_ids, labels + [-100] * len(bridge_ids)
-            examples.append((ids + reply, labels + reply))
+            for tools in (env.toolbox.schemas(), trl_tools):
+                prompt = tokenizer.apply_chat_template(
+                    opening, tools=tools, add_generation_prompt=True, tokenize=False
+                )
+                ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+                labels = [-100] * len(ids)
+                for result in results:
+                    # The template's tool turn and next generation prompt, as both sides render it.
+                    bridge = (f"\n<|im_start|>user\n<tool_response>\n{result}\n</tool_response><|im_end|>\n"
+                              "<|im_start|>assistant\n")  # fmt: skip
+                    bridge_ids = tokenizer(bridge, add_special_tokens=False)["input_ids"]
+                    ids, labels = ids + reply + bridge_ids, labels + reply + [-100] * len(bridge_ids)
+                examples.append((ids + reply, labels + reply))
     finally:
         env.close()
         trl_environment._finalizer()
     torch.manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    # No weight decay: it caps the logits, and every token of the reply keeps a chance to go astray.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     model.train()
+    # Shuffled passes over the examples: in a fixed order the last ones would be learnt best.
+    passes = -(-steps // len(examples))
+    order = [index for _ in range(passes) for index in torch.randperm(len(examples)).tolist()]
     for step in range(steps):
-        ids, labels = examples[step % len(examples)]
+        ids, labels = examples[order[step]]
         loss = model(input_ids=torch.tensor([ids]), labels=torch.tensor([labels])).loss
         loss.backward()
         optimizer.step()
