@@ -440,6 +440,8 @@ def make_tiny_tool_caller(out_dir: str | Path, steps: int = 1000, seed: int = 0)
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from gym_swe.rollout.chat import ChatFormat
+
     out = Path(out_dir) / f"tiny-bpe-trl-tool-caller-v3-{steps}"  # v3: every turn, on the env's tool results
     if (out / "model.safetensors").exists():
         return out
@@ -451,7 +453,8 @@ def make_tiny_tool_caller(out_dir: str | Path, steps: int = 1000, seed: int = 0)
     # signatures and docstrings), gym_swe's collector with the env's schemas: the tiny model learns both.
     trl_environment = environment_class("CodeDebug-v0")()
     trl_tools = [getattr(trl_environment, name) for name in TOOL_METHODS if hasattr(trl_environment, name)]
-    reply = tokenizer(TOOL_CALL_REPLY + "<|im_end|>", add_special_tokens=False)["input_ids"]
+    chat = ChatFormat(tokenizer, env.toolbox.schemas())
+    reply = [*tokenizer(TOOL_CALL_REPLY, add_special_tokens=False)["input_ids"], chat.end_of_turn_id()]
     examples = []  # (ids, labels): a whole episode, each reply trained on
     try:
         # Tasks whose test script ends at once (a looping bug's would run until the tool's timeout).
@@ -460,6 +463,13 @@ def make_tiny_tool_caller(out_dir: str | Path, steps: int = 1000, seed: int = 0)
             # The tool results of the episode, played through the class TRL calls (the same env steps).
             trl_environment.reset(task.task_id)
             results = [trl_environment.bash(TOOL_CALL_COMMAND) for _ in range(TOOL_CALLER_REPLIES - 1)]
+            # The template's tool turn and next generation prompt after each reply: gym_swe's bridge, token
+            # for token the suffix TRL appends.
+            bridges = [
+                chat.bridge_ids({"role": "assistant", "content": TOOL_CALL_REPLY},
+                                [{"role": "tool", "content": result}], reply)
+                for result in results
+            ]  # fmt: skip
             system, user = env._prompt(task)
             opening = [{"role": "system", "content": system}, {"role": "user", "content": user}]
             for tools in (env.toolbox.schemas(), trl_tools):
@@ -468,12 +478,8 @@ def make_tiny_tool_caller(out_dir: str | Path, steps: int = 1000, seed: int = 0)
                 )
                 ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
                 labels = [-100] * len(ids)
-                for result in results:
-                    # The template's tool turn and next generation prompt, as both sides render it.
-                    bridge = (f"\n<|im_start|>user\n<tool_response>\n{result}\n</tool_response><|im_end|>\n"
-                              "<|im_start|>assistant\n")  # fmt: skip
-                    bridge_ids = tokenizer(bridge, add_special_tokens=False)["input_ids"]
-                    ids, labels = ids + reply + bridge_ids, labels + reply + [-100] * len(bridge_ids)
+                for bridge in bridges:
+                    ids, labels = ids + reply + bridge, labels + reply + [-100] * len(bridge)
                 examples.append((ids + reply, labels + reply))
     finally:
         env.close()
