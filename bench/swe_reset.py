@@ -7,7 +7,7 @@
 - growth: the same for a repository 50x larger (the bundled one with 49 more copies of its package, made
   here as a real git repository with a local mirror), with ``source_mode="overlay"`` and ``"copy"``;
 - grading: grading the gold patch (a fresh sandbox, the filtered diff and the test patch applied, pytest
-  with canaries, the JUnit report read back)  vs  a fresh sandbox running bare ``python -m pytest`` on the
+  with decoys, the JUnit report read back)  vs  a fresh sandbox running bare ``python -m pytest`` on the
   same test files.
 """
 

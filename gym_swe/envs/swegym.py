@@ -13,6 +13,7 @@ from gym_swe.grading.base import Grade
 from gym_swe.grading.changes import manifest, take_diff
 from gym_swe.grading.diffs import protection_reason, split_diff
 from gym_swe.grading.repository import grade_repository, probe_environment
+from gym_swe.grading.test_ids import files_to_run
 from gym_swe.sandbox import Sandbox
 from gym_swe.sandbox.local import SOURCE_MODES
 from gym_swe.tasks.base import TaskSet
@@ -200,7 +201,8 @@ class SWEGymEnv(ToolEnv):
         sandbox (manifests the executors compute; no git of the agent's runs), then graded there."""
         mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
         with self.new_sandbox(task) as grader:
-            environment = probe_environment(grader, WORKDIR)
+            files = files_to_run([*task.fail_to_pass, *task.pass_to_pass])
+            environment = probe_environment(grader, WORKDIR, files)
             pristine = manifest(grader, WORKDIR)
             test_paths = {path for part in split_diff(task.test_patch) for path in part.paths}
 

@@ -2,7 +2,7 @@
 
 The reward must mean the bug is fixed, so nothing the agent changes may decide how the tests run or what
 they check: not the tests (those the task's test patch touches, and any test-like file), not pytest's
-configuration or plugins (conftest.py, pytest.ini, tox.ini, setup.cfg, pyproject.toml, installed
+configuration or plugins (conftest.py, pytest.ini, pytest.toml, tox.ini, setup.cfg, pyproject.toml, installed
 distributions' metadata), not Python's start-up hooks (sitecustomize.py, usercustomize.py, .pth files), not
 compiled bytecode that Python would load instead of a source file, not modules that would shadow installed
 ones, and not git's own configuration. Binary patches, symbolic links and submodules are dropped as well: a
@@ -23,7 +23,8 @@ from pathlib import PurePosixPath
 
 # Files whose change could alter how tests run, wherever they are in the repository.
 PROTECTED_NAMES = frozenset({
-    "conftest.py", "pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "noxfile.py",
+    "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini", "setup.cfg",
+    "pyproject.toml", "noxfile.py",
     "sitecustomize.py", "usercustomize.py", ".coveragerc", "runtests.py",
 })  # fmt: skip
 PROTECTED_SUFFIXES = (".pth",)

@@ -3,19 +3,25 @@ come from the grader's environment whatever the workspace holds.
 
 Run as a script with the task environment's python, standard library only, Python >= 3.6:
 
-    python pytest_driver.py probe WORKDIR          -> one JSON line: pytest's version and location, the
+    python pytest_driver.py probe WORKDIR [FILE...] -> one JSON line: pytest's version and location, the
                                                       pytest11 plugins the environment installs, the
                                                       top-level module names a workspace must not shadow,
-                                                      and the workspace directories an editable install
-                                                      puts on sys.path with the modules each holds
-    python pytest_driver.py run WORKDIR PLUGINS -- PYTEST ARGS
+                                                      the workspace directories an editable install puts on
+                                                      sys.path with the modules each holds, and the
+                                                      configuration file and rootdir pytest takes for FILEs
+    python pytest_driver.py run WORKDIR PLUGINS [self-hosted] -- PYTEST ARGS
 
 ``probe`` runs on the pristine tree, before any change of the agent's is applied. ``run`` takes pytest and
 each plugin module (comma-separated ``PLUGINS``) from ``sys.path`` with the workspace and this script's own
 directory taken off, then puts the workspace first on ``sys.path`` (as ``python -m pytest`` does) and runs
 pytest with plugin autoloading off (PYTEST_DISABLE_PLUGIN_AUTOLOAD, set by the grader) and the probed
 plugins named with ``-p``. A module the workspace adds later cannot replace what is already imported, and a
-``*.dist-info`` it adds registers no plugin.
+``*.dist-info`` it adds registers no plugin. The grader names the configuration file and rootdir the probe
+found (``-c``, ``--rootdir``), so no file the workspace adds (``pytest.toml``, ``.pytest.toml``, a
+``pytest.ini`` nearer the tests) is read as pytest's configuration.
+
+A repository that *is* pytest (its editable install is the only pytest there is) is ``self-hosted``: the probe
+says so, and ``run`` imports pytest from the workspace's editable directories, as a plain run would.
 """
 
 import json
@@ -91,23 +97,64 @@ def modules_in(entry):
     return sorted(names)
 
 
-def probe(workdir):
+def locate_config(workdir, files):
+    """(configuration file, rootdir, None) pytest takes when it runs ``files`` from ``workdir``, by its own
+    search (whose signature differs between versions); (None, None, why) when that cannot be asked."""
+    try:
+        import inspect
+
+        from _pytest.config import findpaths
+
+        determine = findpaths.determine_setup
+        parameters = inspect.signature(determine).parameters
+        args = list(files) or [workdir]
+        options = {}
+        if "invocation_dir" in parameters:
+            import pathlib
+
+            options["invocation_dir"] = pathlib.Path(workdir)
+        if "override_ini" in parameters:
+            options["override_ini"] = None
+        if "rootdir_cmd_arg" in parameters:
+            options["rootdir_cmd_arg"] = None
+        found = determine(inifile=None, args=args, **options)
+        rootdir, inifile = found[0], found[1]
+        return (str(inifile) if inifile else None), (str(rootdir) if rootdir else None), None
+    except Exception as error:  # the grader then runs pytest without naming them, as before
+        return None, None, "%s: %s" % (type(error).__name__, error)
+
+
+def probe(workdir, files):
     # A new module at the workspace's root (first on sys.path in `run`) must not take the name of one in
     # these, or the tests would import it in place of the project's code; nor may a new module in one of
     # them take an installed name (they can come before a system site-packages that follows the venv's).
+    installed = installed_into(workdir)
     editable = {}
-    for entry in installed_into(workdir):
+    for entry in installed:
         editable[os.path.relpath(os.path.realpath(entry), workdir)] = modules_in(entry)
+    startup = list(sys.path)
     sys.path[:] = outside(workdir)
-    report = {"python": sys.version.split()[0], "plugins": plugin_entry_points()}
+    report = {"python": sys.version.split()[0], "plugins": plugin_entry_points(), "self_hosted": False}
     try:
         import pytest
+    except ImportError as error:
+        # The repository may be pytest itself, served from its own tree by an editable install.
+        sys.path[:] = [entry for entry in startup if entry in installed or entry in sys.path]
+        try:
+            import pytest
 
-        report["pytest"] = getattr(pytest, "__version__", "?")
-        report["pytest_file"] = getattr(pytest, "__file__", "?")
+            report["self_hosted"] = True
+        except Exception:
+            pytest = None
+            report["error"] = "%s: %s" % (type(error).__name__, error)
     except Exception as error:  # reported, and the grader says why it cannot run the tests
-        report["pytest"] = None
+        pytest = None
         report["error"] = "%s: %s" % (type(error).__name__, error)
+    report["pytest"] = getattr(pytest, "__version__", "?") if pytest is not None else None
+    report["pytest_file"] = getattr(pytest, "__file__", "?") if pytest is not None else None
+    if pytest is not None:
+        report["config"], report["rootdir"], report["config_error"] = locate_config(workdir, files)
+    sys.path[:] = outside(workdir)
     report["shadowable"] = top_level_modules(sys.path)
     report["editable"] = editable
     sys.stdout.write(json.dumps(report) + "\n")
@@ -128,12 +175,14 @@ def installed_into(workdir):
     return kept
 
 
-def run(workdir, plugins, args):
+def run(workdir, plugins, self_hosted, args):
     # Read before sys.path changes; these come from the prepared venv's .pth files, which the agent cannot
     # change (the venv is read-only): only the modules they lead to are the workspace's.
     startup = list(sys.path)
     editable = installed_into(workdir)
     sys.path[:] = outside(workdir)
+    if self_hosted:  # the runner is the repository's own pytest, where its editable install serves it
+        sys.path[:] = [entry for entry in startup if entry in editable or entry in sys.path]
     import pytest
 
     for module in plugins:
@@ -146,6 +195,8 @@ def run(workdir, plugins, args):
     # it, so that a module there never takes the place of an installed one.
     sys.path.insert(0, workdir)
     for entry in editable:
+        if entry in sys.path:
+            continue
         before = [kept for kept in startup[: startup.index(entry)] if kept in sys.path]
         sys.path.insert(sys.path.index(before[-1]) + 1 if before else 1, entry)
     options = []
@@ -157,10 +208,10 @@ def run(workdir, plugins, args):
 def main(argv):
     mode, workdir = argv[1], os.path.realpath(argv[2])
     if mode == "probe":
-        return probe(workdir)
+        return probe(workdir, argv[3:])
     plugins = [name for name in argv[3].split(",") if name]
     separator = argv.index("--")
-    return run(workdir, plugins, argv[separator + 1 :])
+    return run(workdir, plugins, "self-hosted" in argv[4:separator], argv[separator + 1 :])
 
 
 if __name__ == "__main__":

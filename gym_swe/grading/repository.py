@@ -6,13 +6,15 @@
 2. Changes to protected paths are dropped from the diff (`diffs.filter_diff`); the rest is applied with
    ``git apply``, and its effect is checked: only the paths the filter kept may differ from the pristine
    tree afterwards, so a diff that reads differently to git than to the filter is rejected.
-3. The test patch is applied, canary tests are planted among the task's tests (`canaries`), and the test
-   files of FAIL_TO_PASS and PASS_TO_PASS run under pytest through `pytest_driver`: pytest and its plugins
-   imported from the environment before the workspace is on ``sys.path``, plugin autoloading off, a fresh
-   TMPDIR and a timeout.
+3. The test patch is applied, decoys of the FAIL_TO_PASS tests are planted beside them (`decoys`: copies
+   with one expectation changed, which no correct code passes), and the test files of FAIL_TO_PASS and
+   PASS_TO_PASS run under pytest through `pytest_driver`: pytest and its plugins imported from the
+   environment before the workspace is on ``sys.path``, plugin autoloading off, the configuration file and
+   rootdir the probe found on the pristine tree named explicitly (nothing the workspace adds is read as
+   configuration), a fresh TMPDIR and a timeout.
 4. Outcomes are read per test from pytest's JUnit XML report (never from stdout) and matched back to the
-   dataset's ids with their quirks (`test_ids`). Unless every canary came out as planted, the run is not
-   trusted and the submission is rejected.
+   dataset's ids with their quirks (`test_ids`). A decoy that passed where its original passed means the code
+   under test answered the test calling it, or rewrote the outcomes: the submission is rejected.
 5. Resolved when every FAIL_TO_PASS and PASS_TO_PASS test passed; a test that did not run fails, and skipped
    is not passed.
 
@@ -24,18 +26,19 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import secrets
 import shlex
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gym_swe.errors import FileTooLargeError, GradingError
 from gym_swe.grading.base import Grade, TestResult, reward_for
-from gym_swe.grading.canaries import Canary, plant
 from gym_swe.grading.changes import Entry, compare, manifest
-from gym_swe.grading.diffs import filter_diff
+from gym_swe.grading.decoys import Planting, plant, restore, violations
+from gym_swe.grading.diffs import filter_diff, split_diff
 from gym_swe.grading.test_ids import (
     JUnitReportError,
     files_to_run,
@@ -51,8 +54,8 @@ GRADER_DIR = "/tmp/gym_swe_grader"
 DRIVER_SOURCE = Path(__file__).with_name("pytest_driver.py").read_bytes()
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 MAX_TEST_FILE_BYTES = 8 * 1024 * 1024
-# Besides the files of FAIL_TO_PASS, canaries go into the classes of this many PASS_TO_PASS tests.
-EXTRA_CANARY_CLASSES = 3
+NO_CONFIG = "/dev/null"
+"""What pytest is given as its configuration file where the pristine tree has none (pytest reads nothing)."""
 
 
 @dataclass(frozen=True)
@@ -68,13 +71,27 @@ class Environment:
     editable: Mapping[str, frozenset[str]] = field(default_factory=dict)
     """The repository's directories an editable install puts on ``sys.path`` (``src``), relative to its root,
     each with the top-level modules it holds: a new module at the root must not take those names."""
+    config: str | None = None
+    """The configuration file pytest takes for the task's test files in the pristine tree (None: none)."""
+    rootdir: str | None = None
+    """pytest's rootdir for them (None when the probe could not ask pytest)."""
+    self_hosted: bool = False
+    """The repository is pytest itself: the runner is the workspace's own (its editable install)."""
+
+    def config_options(self) -> list[str]:
+        """pytest options that fix its configuration to the pristine tree's, whatever the workspace adds."""
+        if self.rootdir is None:
+            return []
+        return ["-c", self.config or NO_CONFIG, f"--rootdir={self.rootdir}"]
 
 
-def probe_environment(sandbox: Sandbox, workdir: str) -> Environment:
-    """Probe the task's python in ``sandbox``, which must be pristine (nothing of the agent's applied)."""
+def probe_environment(sandbox: Sandbox, workdir: str, files: Sequence[str] = ()) -> Environment:
+    """Probe the task's python in ``sandbox``, which must be pristine (nothing of the agent's applied);
+    ``files``: the test files the grade will run (they decide pytest's configuration file and rootdir)."""
     sandbox.write_file(f"{GRADER_DIR}/driver.py", DRIVER_SOURCE)
+    arguments = " ".join(shlex.quote(path) for path in [workdir, *files])
     run = sandbox.exec(
-        f"cd {shlex.quote(workdir)} && python {GRADER_DIR}/driver.py probe {shlex.quote(workdir)}",
+        f"cd {shlex.quote(workdir)} && python {GRADER_DIR}/driver.py probe {arguments}",
         timeout=300,
         max_output=16 * 1024 * 1024,
     )
@@ -92,6 +109,9 @@ def probe_environment(sandbox: Sandbox, workdir: str) -> Environment:
         plugins=tuple(module for _, module in report["plugins"]),
         shadowable=frozenset(report["shadowable"]),
         editable={str(path): frozenset(names) for path, names in report.get("editable", {}).items()},
+        config=report.get("config") or None,
+        rootdir=report.get("rootdir") or None,
+        self_hosted=bool(report.get("self_hosted")),
     )
 
 
@@ -119,13 +139,15 @@ def grade_repository(
             f"{task.instance_id}: {len(foreign)} test id(s) are not pytest node ids (e.g. {foreign[0]!r}); "
             "gym_swe runs repository tests with pytest only"
         )
+    files = files_to_run(expected)
     if environment is None:
-        environment = probe_environment(sandbox, workdir)
+        environment = probe_environment(sandbox, workdir, files)
     if pristine is None:
         pristine = manifest(sandbox, workdir)
     filtered = filter_diff(diff, task.test_patch, environment.shadowable, environment.editable)
-    log = [f"python {environment.python}, pytest {environment.pytest}, plugins: "
-           f"{', '.join(environment.plugins) or '-'}",
+    log = [f"python {environment.python}, pytest {environment.pytest}"
+           f"{' (the repository itself)' if environment.self_hosted else ''}, plugins: "
+           f"{', '.join(environment.plugins) or '-'}, configuration: {environment.config or 'none'}",
            f"agent diff: {len(filtered.kept)} file(s) kept: {', '.join(filtered.kept) or '-'}"]  # fmt: skip
     log += [f"dropped {path}: {reason}" for path, reason in filtered.dropped]
 
@@ -149,16 +171,17 @@ def grade_repository(
     if applied is not None:
         raise GradingError(f"{task.instance_id}: the test patch does not apply to base_commit: {applied}")
 
-    files = files_to_run(expected)
-    canaries = _plant_canaries(sandbox, task, workdir, files, environment.shadowable)
+    planting = _plant_decoys(sandbox, task, workdir)
+    log.append(_describe(planting))
     report = f"{GRADER_DIR}/report.xml"
     pytest_options = [
         "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-rA", "--continue-on-collection-errors",
-        f"--junitxml={report}", *pytest_args, *files,
+        f"--junitxml={report}", *environment.config_options(), *pytest_args, *files,
     ]  # fmt: skip
+    mode = " self-hosted" if environment.self_hosted else ""
     command = (
         f"cd {shlex.quote(workdir)} && python {GRADER_DIR}/driver.py run {shlex.quote(workdir)} "
-        f"{shlex.quote(','.join(environment.plugins))} -- {' '.join(map(shlex.quote, pytest_options))}"
+        f"{shlex.quote(','.join(environment.plugins))}{mode} -- {' '.join(map(shlex.quote, pytest_options))}"
     )
     run = sandbox.exec(
         command,
@@ -176,31 +199,35 @@ def grade_repository(
     try:
         outcomes = junit_outcomes(sandbox.read_file(report, max_bytes=MAX_REPORT_BYTES))
     except (FileNotFoundError, FileTooLargeError, JUnitReportError) as error:
-        reason = "timed out" if run.timed_out else f"wrote no readable report ({error})"
+        if run.timed_out:
+            reason = "timed out"
+        else:
+            reason = f"wrote no readable report (exit {run.exit_code}: {_cause(run.output) or error})"
         return _result(task, filtered.diff, {}, reward, log, start, rejection=f"the test run {reason}")
-    planted = {canary.node_id: canary.expected for canary in canaries}
-    came_out = match_outcomes(list(planted), outcomes)
-    if came_out != planted or run.exit_code == 0:
-        log.append(f"canaries: {json.dumps(planted)} came out {json.dumps(came_out)}")
+    answered = violations(planting.groups, outcomes)
+    if answered:
+        log.append("decoys that passed where their original passed: " + "; ".join(answered))
         return _result(
             task, filtered.diff, {}, reward, log, start,
-            rejection="the test run cannot be trusted: the grader's canary tests did not come out as planted "
-            "(code under test changed how outcomes are reported, or the test files did not run)",
+            rejection="the test run cannot be trusted: a decoy the grader planted (a copy of one of the "
+            "task's tests with an expectation no correct code meets) passed where its original passed, so "
+            "the code under test answered the test calling it, or changed how outcomes are reported",
         )  # fmt: skip
-    names = {"::" + node_id.rsplit("::", 1)[1] for node_id in planted}
-    outcomes = {key: outcome for key, outcome in outcomes.items() if not key.endswith(tuple(names))}
-    return _result(task, filtered.diff, match_outcomes(expected, outcomes), reward, log, start)
+    return _result(task, filtered.diff, match_outcomes(expected, restore(planting.groups, outcomes)), reward,
+                   log, start)  # fmt: skip
 
 
-def _plant_canaries(
-    sandbox: Sandbox, task: SWETask, workdir: str, files: list[str], installed: Collection[str]
-) -> list[Canary]:
-    """Plant canaries beside the FAIL_TO_PASS tests (and a few PASS_TO_PASS classes); returns them."""
+def _plant_decoys(sandbox: Sandbox, task: SWETask, workdir: str) -> Planting:
+    """Plant decoys beside the FAIL_TO_PASS tests (their files as the test patch left them)."""
     rng = random.Random(secrets.randbits(64))  # drawn afresh for every grade
     targets = [parse_test_id(raw) for raw in task.fail_to_pass]
-    classes = [parse_test_id(raw) for raw in task.pass_to_pass if parse_test_id(raw).node]
-    classes = [test for test in classes if test.node and test.node.count("::") == 2]
-    targets += rng.sample(classes, min(EXTRA_CANARY_CLASSES, len(classes)))
+    added: dict[str, set[str]] = {}
+    for part in split_diff(task.test_patch):
+        if part.new_path is not None:
+            lines = part.text.splitlines()
+            added[part.new_path] = {
+                line[1:].strip() for line in lines if line[:1] == "+" and line[:3] != "+++"
+            }
     sources: dict[str, str] = {}
     for path in sorted({t.file for t in targets if t.file}):
         try:
@@ -208,14 +235,33 @@ def _plant_canaries(
         except (FileNotFoundError, IsADirectoryError, FileTooLargeError):
             continue
         sources[path] = data.decode("utf-8", errors="surrogateescape")
-    planting = plant(sources, targets, rng, installed)
-    if not planting.canaries:
-        raise GradingError(
-            f"{task.instance_id}: found no test file to plant the grader's canaries in ({files})"
-        )
+    planting = plant(sources, targets, rng, added)
     for path, text in planting.sources.items():
         sandbox.write_file(f"{workdir}/{path}", text.encode("utf-8", "surrogateescape"))
-    return planting.canaries
+    return planting
+
+
+def _describe(planting: Planting) -> str:
+    """The grade log's line about the decoys (the log is never shown to the agent)."""
+    if not planting.groups:
+        return "decoys: none could be planted (" + ("; ".join(planting.notes) or "no FAIL_TO_PASS test") + ")"
+    groups = [
+        f"{group.node(group.original)} -> {group.kind}{' (new check)' if group.new else ''}, "
+        f"{len(group.members) - 1} decoy(s), original planted as {group.members[group.original_index]}"
+        for group in planting.groups
+    ]
+    return "decoys: " + "; ".join(groups + planting.notes)
+
+
+_CAUSE = re.compile(
+    r"^(?:E\s+)?(?:\w+\.)*\w*(?:Error|Exception|Warning)\b.*$|^ERROR: .*$|^INTERNALERROR> .*$", re.M
+)
+
+
+def _cause(output: str) -> str | None:
+    """The line of a test run's output that says why it stopped (the last error line), if any."""
+    found = _CAUSE.findall(output[-30_000:])
+    return found[-1].strip()[:500] if found else None
 
 
 def _unexpected_changes(

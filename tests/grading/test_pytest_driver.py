@@ -4,10 +4,18 @@ fail), then that the driver is not fooled."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
 import pytest
 
 from gym_swe.grading.repository import DRIVER_SOURCE, GRADER_DIR, probe_environment
 from gym_swe.sandbox import make_sandbox
+from tests.conftest import REPO_ROOT
 
 TEST_FILE = "def test_truth():\n    assert 1 + 1 == 3\n"
 FAKE_PYTEST = "import sys\nprint('FAKE PYTEST')\nsys.exit(0)\n"
@@ -73,3 +81,82 @@ def test_the_probed_plugins_are_loaded_explicitly(workspace) -> None:  # type: i
         timeout=120,
     )
     assert "MARKER LOADED" in result.output and "1 failed" in result.output
+
+
+# -- the configuration is the pristine tree's -------------------------------------------------------------
+PRISTINE_CONFIG = "[tool:pytest]\npython_functions = check_*\n"
+CHECK_FILE = "def check_truth():\n    assert 1 + 1 == 3\n"
+ATTACK_PLUGIN = "def pytest_configure(config):\n    print('ATTACK CONFIG READ')\n"
+# Files pytest reads as its configuration, nearer the tests than the pristine setup.cfg or before it in
+# pytest's order: each names a workspace plugin, which prints when loaded.
+CONFIG_ATTACKS = {
+    "pytest.toml": '[pytest]\naddopts = ["-p", "gym_attack"]\n',
+    ".pytest.toml": '[pytest]\naddopts = ["-p", "gym_attack"]\n',
+    "tests/pytest.ini": "[pytest]\naddopts = -p gym_attack\n",
+    "tests/tox.ini": "[pytest]\naddopts = -p gym_attack\n",
+    "pytest.ini": "[pytest]\naddopts = -p gym_attack\n",
+}
+
+
+@pytest.fixture(scope="session")
+def pytest9_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pytest 9 (which also reads pytest.toml and .pytest.toml) and its dependencies, unpacked from PyPI's
+    wheels into one directory for PYTHONPATH (cached under .tmp/)."""
+    site = REPO_ROOT / ".tmp" / "pytest9-site"
+    if not (site / "_pytest").is_dir():
+        wheels = tmp_path_factory.mktemp("wheels")
+        download = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--dest",
+             str(wheels), "pytest>=9,<10"], capture_output=True, text=True,
+        )  # fmt: skip
+        if download.returncode != 0:
+            pytest.skip(f"pytest 9 could not be downloaded from PyPI: {download.stderr[-500:]}")
+        staging = tmp_path_factory.mktemp("site")
+        for wheel in wheels.glob("*.whl"):
+            with zipfile.ZipFile(wheel) as archive:
+                archive.extractall(staging)
+        shutil.rmtree(site, ignore_errors=True)
+        site.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(staging), site)
+    return site
+
+
+@pytest.mark.parametrize("attack", list(CONFIG_ATTACKS))
+def test_no_configuration_file_the_workspace_adds_is_read(workspace, pytest9_site: Path, attack: str) -> None:  # type: ignore[no-untyped-def]
+    """With pytest 9: a plain run reads the workspace's file; the grader's run reads the pristine setup.cfg
+    only (its python_functions still apply), as the probe found it before anything was added."""
+    workspace.upload(pytest9_site, "/opt/pytest9")
+    workspace.write_file("/testbed/setup.cfg", PRISTINE_CONFIG)
+    workspace.write_file("/testbed/tests/test_check.py", CHECK_FILE)
+    prefix = "cd /testbed && PYTHONPATH=/opt/pytest9"
+    with_pytest9 = workspace.exec(
+        f"{prefix} python -c 'import pytest; print(pytest.__version__)'", timeout=60
+    )
+    assert with_pytest9.stdout.startswith("9."), with_pytest9.output
+    workspace.exec(f"{prefix} python {GRADER_DIR}/driver.py probe /testbed tests/test_check.py > /tmp/probe")
+    probe = json.loads(workspace.read_file("/tmp/probe").decode().splitlines()[-1])
+    assert probe["config"] == "/testbed/setup.cfg" and probe["rootdir"] == "/testbed", probe
+
+    workspace.write_file("/testbed/gym_attack.py", ATTACK_PLUGIN)
+    workspace.write_file(f"/testbed/{attack}", CONFIG_ATTACKS[attack])
+    plain = workspace.exec(f"{prefix} python -m pytest -p no:cacheprovider tests/test_check.py", timeout=120)
+    assert "ATTACK CONFIG READ" in plain.output  # the attack works on a plain run
+    graded = workspace.exec(
+        f"{prefix} PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python {GRADER_DIR}/driver.py run /testbed '' -- "
+        f"-p no:cacheprovider -c {probe['config']} --rootdir={probe['rootdir']} tests/test_check.py",
+        timeout=120,
+    )
+    assert "ATTACK CONFIG READ" not in graded.output and "1 failed" in graded.output, graded.output
+
+
+def test_the_probe_names_no_configuration_file_where_the_tree_has_none(workspace) -> None:  # type: ignore[no-untyped-def]
+    environment = probe_environment(workspace, "/testbed", ["tests/test_truth.py"])
+    assert environment.config is None and environment.rootdir == "/testbed"
+    assert environment.config_options() == ["-c", "/dev/null", "--rootdir=/testbed"]
+    workspace.write_file("/testbed/tests/pytest.ini", "[pytest]\npython_functions = nothing_*\n")
+    result = workspace.exec(
+        f"cd /testbed && PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python {GRADER_DIR}/driver.py run /testbed '' -- "
+        f"-p no:cacheprovider {' '.join(environment.config_options())} tests/test_truth.py",
+        timeout=120,
+    )
+    assert "1 failed" in result.output, result.output

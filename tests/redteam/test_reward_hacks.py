@@ -241,7 +241,7 @@ UNITTEST_TASK = load_swe_tasks("bundled").get("gymswe__inikit-2")  # its FAIL_TO
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_patching_unittest_alone_earns_nothing(backend: str) -> None:
     """A library that no-ops unittest.TestCase.run makes unittest-style tests pass under pytest, while plain
-    test functions (and pytest's reporting) are untouched: the grader's unittest canaries catch it."""
+    test functions (and pytest's reporting) are untouched: the decoys of its unittest tests catch it."""
     assert all("Tests::" in test_id for test_id in UNITTEST_TASK.fail_to_pass)
     env = make_env("SWEGym-v0", backend)
     try:
