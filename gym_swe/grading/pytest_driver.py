@@ -137,16 +137,16 @@ def probe(workdir, files):
     report = {"python": sys.version.split()[0], "plugins": plugin_entry_points(), "self_hosted": False}
     try:
         import pytest
-    except ImportError as error:
+    except ImportError:
         # The repository may be pytest itself, served from its own tree by an editable install.
         sys.path[:] = [entry for entry in startup if entry in installed or entry in sys.path]
         try:
             import pytest
 
             report["self_hosted"] = True
-        except Exception:
+        except Exception as again:
             pytest = None
-            report["error"] = "%s: %s" % (type(error).__name__, error)
+            report["error"] = "%s: %s" % (type(again).__name__, again)
     except Exception as error:  # reported, and the grader says why it cannot run the tests
         pytest = None
         report["error"] = "%s: %s" % (type(error).__name__, error)

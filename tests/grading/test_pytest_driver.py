@@ -15,7 +15,7 @@ import pytest
 
 from gym_swe.grading.repository import DRIVER_SOURCE, GRADER_DIR, probe_environment
 from gym_swe.sandbox import make_sandbox
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, require_bwrap
 
 TEST_FILE = "def test_truth():\n    assert 1 + 1 == 3\n"
 FAKE_PYTEST = "import sys\nprint('FAKE PYTEST')\nsys.exit(0)\n"
@@ -160,3 +160,51 @@ def test_the_probe_names_no_configuration_file_where_the_tree_has_none(workspace
         timeout=120,
     )
     assert "1 failed" in result.output, result.output
+
+
+def test_a_repository_that_is_pytest_is_graded_with_its_own_runner(tmp_path: Path) -> None:
+    """pytest's own repository: its editable install (a .pth naming /testbed/src) is the only pytest there
+    is. The probe says so, and the run imports pytest from there, as a plain run would."""
+    require_bwrap()
+    import _pytest
+    import iniconfig
+    import packaging
+    import pluggy
+    import pygments
+
+    venv = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    for module in (pluggy, iniconfig, packaging, pygments):  # what the runner needs, installed beside it
+        package = Path(module.__file__).parent
+        shutil.copytree(package, site / module.__name__)
+        for metadata in package.parent.glob(f"{module.__name__}-*.dist-info"):
+            shutil.copytree(metadata, site / metadata.name)
+    (site / "__editable__.pytest.pth").write_text("/testbed/src\n")  # as pip install -e leaves them
+    (site / "pytest-0.dev0.dist-info").mkdir()
+    (site / "pytest-0.dev0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: pytest\nVersion: 0.dev0\n"
+    )
+    repo = tmp_path / "repo"
+    installed = Path(_pytest.__file__).parent.parent
+    for name in ("_pytest", "pytest"):
+        shutil.copytree(installed / name, repo / "src" / name)
+    if (installed / "py.py").is_file():
+        shutil.copy(installed / "py.py", repo / "src" / "py.py")
+    (repo / "testing").mkdir()
+    (repo / "testing" / "test_self.py").write_text(
+        "import _pytest\n\n\ndef test_runner_is_the_repository():\n"
+        "    assert _pytest.__file__.startswith('/testbed/src/')\n\n\ndef test_fails():\n    assert 1 == 2\n"
+    )
+    options = {"ro_binds": {str(venv): str(venv)},
+               "env": {"PATH": f"{venv}/bin:/usr/bin:/bin", "VIRTUAL_ENV": str(venv)}}  # fmt: skip
+    with make_sandbox("local", workdir="/testbed", source=repo, **options) as box:
+        environment = probe_environment(box, "/testbed", ["testing/test_self.py"])
+        assert environment.self_hosted and environment.pytest, environment
+        command = (
+            f"cd /testbed && PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python {GRADER_DIR}/driver.py run /testbed '' "
+            f"{{mode}} -- -p no:cacheprovider {' '.join(environment.config_options())} testing/test_self.py"
+        )
+        graded = box.exec(command.format(mode="self-hosted"), timeout=120)
+        assert "1 passed" in graded.output and "1 failed" in graded.output, graded.output
+        assert "No module named 'pytest'" in box.exec(command.format(mode=""), timeout=120).output
