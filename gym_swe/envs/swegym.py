@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -10,14 +11,14 @@ from typing import Any
 from gym_swe.envs.base import ToolEnv, system_prompt
 from gym_swe.errors import ConfigError, unknown_name
 from gym_swe.grading.base import Grade
-from gym_swe.grading.changes import manifest, take_diff
+from gym_swe.grading.changes import Entry, manifest, take_diff
 from gym_swe.grading.diffs import protection_reason, split_diff
-from gym_swe.grading.repository import grade_repository, probe_environment
+from gym_swe.grading.repository import Environment, grade_repository, probe_environment
 from gym_swe.grading.test_ids import files_to_run
 from gym_swe.sandbox import Sandbox
 from gym_swe.sandbox.local import SOURCE_MODES
 from gym_swe.tasks.base import TaskSet
-from gym_swe.tasks.environments import logger, prepare_environment
+from gym_swe.tasks.environments import environment_dir, logger, prepare_environment
 from gym_swe.tasks.images import stripped_image
 from gym_swe.tasks.repos import RepoSource
 from gym_swe.tasks.swe import (
@@ -31,6 +32,8 @@ from gym_swe.tasks.swe import (
 )
 
 WORKDIR = "/testbed"
+PRISTINE_CACHE_SIZE = 64
+"""Tasks whose pristine grading state (the probe, the manifest) an env keeps, most recently graded first."""
 
 USER_PROMPT = """<issue>
 {problem_statement}
@@ -151,6 +154,7 @@ class SWEGymEnv(ToolEnv):
         kwargs.setdefault("max_turns", 50)
         kwargs.setdefault("max_context_chars", 800_000)
         super().__init__(**kwargs)  # the kwargs every env takes (ToolEnv): tasks, sandbox, reward, ...
+        self._pristine: OrderedDict[tuple[str, ...], tuple[Environment, dict[str, Entry]]] = OrderedDict()
 
     def _load_tasks(self, source: str) -> TaskSet[SWETask]:
         if not isinstance(source, str):
@@ -201,9 +205,7 @@ class SWEGymEnv(ToolEnv):
         sandbox (manifests the executors compute; no git of the agent's runs), then graded there."""
         mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
         with self.new_sandbox(task) as grader:
-            files = files_to_run([*task.fail_to_pass, *task.pass_to_pass])
-            environment = probe_environment(grader, WORKDIR, files)
-            pristine = manifest(grader, WORKDIR)
+            environment, pristine = self._pristine_state(task, grader)
             test_paths = {path for part in split_diff(task.test_patch) for path in part.paths}
 
             def reason_to_drop(path: str, new: bool) -> str | None:
@@ -223,6 +225,25 @@ class SWEGymEnv(ToolEnv):
         """Grade a diff for ``task`` in a fresh sandbox (also what `gym-swe validate` runs)."""
         mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
         with self.new_sandbox(task) as grader:
+            environment, pristine = self._pristine_state(task, grader)
             return grade_repository(
-                grader, task, diff, reward=mode, timeout=self.test_timeout, workdir=WORKDIR
-            )
+                grader, task, diff, reward=mode, timeout=self.test_timeout, workdir=WORKDIR,
+                environment=environment, pristine=pristine,
+            )  # fmt: skip
+
+    def _pristine_state(self, task: SWETask, grader: Sandbox) -> tuple[Environment, dict[str, Entry]]:
+        """The probe of the task's python and the manifest of its pristine tree, taken in ``grader`` before
+        anything changes there. Every grading sandbox of a task starts from the same tree and environment
+        (the prepared checkout and venv, or the image), so they are taken once per task and kept: a group
+        of samples of one task pays for them once."""
+        source = self.image_for(task) if self.sandbox_backend == "docker" else str(environment_dir(task))
+        key = (self.sandbox_backend, task.instance_id, source)
+        if key in self._pristine:
+            self._pristine.move_to_end(key)
+            return self._pristine[key]
+        files = files_to_run([*task.fail_to_pass, *task.pass_to_pass])
+        state = probe_environment(grader, WORKDIR, files), manifest(grader, WORKDIR)
+        self._pristine[key] = state
+        while len(self._pristine) > PRISTINE_CACHE_SIZE:
+            self._pristine.popitem(last=False)
+        return state

@@ -55,6 +55,8 @@ DECOYS_PER_GROUP = 3
 """Decoys of a ``literal`` group; ``negation`` and ``raises`` groups have one (one contradiction each)."""
 MAX_GROUPS = 4
 """FAIL_TO_PASS test functions that get decoys in one grade (drawn at random when there are more)."""
+MAX_DECOY_CASES = 12
+"""Test cases the decoys of one grade may add (each runs a test's body again), past the first group."""
 
 # Calls that check something and raise when it does not hold (the last name of the callee).
 _CHECK_CALL = re.compile(r"^(assert|check|verify|expect)|^(fnmatch_lines|re_match_lines|no_fnmatch_line)$",
@@ -127,38 +129,76 @@ def plant(
     added_lines: Mapping[str, Collection[str]] | None = None,
     max_groups: int | None = None,
     decoys: int | None = None,
+    max_cases: int | None = None,
 ) -> Planting:
     """Plant decoy groups in ``sources`` (test file path -> text) for the test functions of ``targets``.
 
     ``added_lines``: per file, the lines (stripped) the task's test patch added; checks there are preferred.
-    At most ``max_groups`` functions (default `MAX_GROUPS`) get a group, drawn at random, with ``decoys``
-    decoys each where the check allows (default `DECOYS_PER_GROUP`).
+    At most ``max_groups`` functions (default `MAX_GROUPS`) get a group, with ``decoys`` decoys each where the
+    check allows (default `DECOYS_PER_GROUP`), the ``literal`` ones first; groups are added while the decoys'
+    test cases stay within ``max_cases`` (default `MAX_DECOY_CASES`), and one group always is.
     """
     max_groups = MAX_GROUPS if max_groups is None else max_groups
     decoys = DECOYS_PER_GROUP if decoys is None else decoys
+    max_cases = MAX_DECOY_CASES if max_cases is None else max_cases
     planting = Planting()
     functions: dict[tuple[str, str], TestId] = {}
     for target in targets:
         if target.file in sources and target.node is not None:
             functions.setdefault((target.file, target.node), target)
-    chosen = list(functions)
-    rng.shuffle(chosen)
     by_file: dict[str, list[str]] = {}
-    for file, node in chosen:
+    for file, node in functions:
         by_file.setdefault(file, []).append(node)
-    budget = max_groups
+    candidates: list[_Candidate] = []
     for file in sorted(by_file):
-        if budget <= 0:
+        added = set(added_lines.get(file, ())) if added_lines else set()
+        candidates += _candidates(file, sources[file], by_file[file], rng, added, decoys, planting.notes)
+    rng.shuffle(candidates)
+    candidates.sort(key=lambda candidate: _RANK[candidate.group.kind])  # stable: random among equals
+    chosen: list[_Candidate] = []
+    cases = 0
+    for candidate in candidates:
+        if len(chosen) == max_groups:
             break
-        text, groups = _plant_in_file(
-            file, sources[file], by_file[file], rng, set(added_lines.get(file, ())) if added_lines else set(),
-            budget, decoys, planting.notes,
-        )  # fmt: skip
-        if groups:
-            planting.sources[file] = text
-            planting.groups += groups
-            budget -= len(groups)
+        if chosen and cases + candidate.cases > max_cases:
+            continue
+        chosen.append(candidate)
+        cases += candidate.cases
+    for file in sorted({candidate.group.file for candidate in chosen}):
+        edits = sorted((c for c in chosen if c.group.file == file), key=lambda c: c.first, reverse=True)
+        lines = _lines(sources[file])
+        for edit in edits:
+            lines[edit.first : edit.end] = edit.lines
+        text = "".join(lines)
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError):  # never plant what would break the file's collection
+            planting.notes.append(f"{file}: the decoys did not parse, none planted there")
+            continue
+        planting.sources[file] = text
+        planting.groups += [edit.group for edit in reversed(edits)]
     return planting
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    group: Group
+    first: int
+    end: int
+    lines: list[str]
+    """The group's text, which takes the place of lines ``first`` to ``end`` (exclusive) of its file."""
+    cases: int
+    """How many test cases its decoys add (decoys times the parametrisations the decorators show)."""
+
+
+_RANK = {"literal": 0, "negation": 1, "raises": 2}  # the exchangeable kind first
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    return lines
 
 
 # -- finding the test and its checks -------------------------------------------------------------------------
@@ -278,8 +318,7 @@ def _checks(
         # must raise in the decoy (the statement still runs in full, so nothing it cleans up is skipped).
         new = any(line.strip() in added for line in lines[last.lineno - 1 : last.end_lineno])
         found.append(_Check(last, "raises", new))
-    rank = {"literal": 0, "negation": 1, "raises": 2}  # the exchangeable kind first
-    return sorted(found, key=lambda check: (rank[check.kind], not check.new))
+    return sorted(found, key=lambda check: (_RANK[check.kind], not check.new))
 
 
 def _literal_of(statement: ast.stmt) -> ast.expr | None:
@@ -572,39 +611,34 @@ def _renamed(lines: list[str], function: ast.FunctionDef | ast.AsyncFunctionDef,
     return out
 
 
-def _plant_in_file(
+def _candidates(
     path: str,
     text: str,
     nodes: list[str],
     rng: random.Random,
     added: set[str],
-    budget: int,
     decoys: int,
     notes: list[str],
-) -> tuple[str, list[Group]]:
+) -> list[_Candidate]:
+    """A decoy group for each test function of ``nodes`` in one file that can have one."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         notes.append(f"{path}: not parsable here, no decoys")
-        return text, []
-    lines = text.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
+        return []
+    lines = _lines(text)
     taken = set(re.findall(r"\w+", text))
     vocabulary = _vocabulary(tree)
     words = _file_words(tree)
     pytest_name = _module_binding(tree, "pytest")
-    edits: list[tuple[int, int, list[str]]] = []  # (first line index, end index, new lines)
-    groups: list[Group] = []
+    found: list[_Candidate] = []
     for node_id in nodes:
-        if len(groups) >= budget:
-            break
         parts = node_id.split("::")[1:]
-        found = _find(tree, parts)
-        if found is None:
+        definition = _find(tree, parts)
+        if definition is None:
             notes.append(f"{node_id}: not a plain test function of its file, no decoys")
             continue
-        function, _ = found
+        function, _ = definition
         checks = _checks(function, lines, added)
         if not checks:
             notes.append(f"{node_id}: no check a decoy can contradict")
@@ -617,17 +651,24 @@ def _plant_in_file(
             notes.append(f"{node_id}: no decoy could be written")
             continue
         group, first, end, new_lines = planted
-        edits.append((first, end, new_lines))
-        groups.append(group)
-    for first, end, new_lines in sorted(edits, key=lambda edit: edit[0], reverse=True):
-        lines[first:end] = new_lines
-    new_text = "".join(lines)
-    try:
-        ast.parse(new_text)
-    except (SyntaxError, ValueError):  # never plant what would break the file's collection
-        notes.append(f"{path}: the decoys did not parse, none planted")
-        return text, []
-    return new_text, groups
+        cases = (len(group.members) - 1) * _parametrisations(function)
+        found.append(_Candidate(group, first, end, new_lines, cases))
+    return found
+
+
+def _parametrisations(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """How many cases the function's ``parametrize`` decorators make, as far as their literals show."""
+    count = 1
+    for decorator in function.decorator_list:
+        if (
+            isinstance(decorator, ast.Call)
+            and _callee(decorator) == "parametrize"
+            and len(decorator.args) > 1
+        ):
+            values = decorator.args[1]
+            if isinstance(values, (ast.List, ast.Tuple, ast.Set)):
+                count *= max(len(values.elts), 1)
+    return count
 
 
 def _group(

@@ -152,6 +152,7 @@ def grade_repository(
     log += [f"dropped {path}: {reason}" for path, reason in filtered.dropped]
 
     sandbox.exec(f"rm -rf {GRADER_DIR}/tmp {GRADER_DIR}/*.diff && mkdir -p {GRADER_DIR}/tmp", timeout=60)
+    sandbox.write_file(f"{GRADER_DIR}/driver.py", DRIVER_SOURCE)  # a probe taken in another sandbox wrote none
     if filtered.diff.strip():
         sandbox.write_file(f"{GRADER_DIR}/agent.diff", filtered.diff.encode("utf-8", "surrogateescape"))
         applied = _apply(sandbox, f"{GRADER_DIR}/agent.diff", workdir, fallback=False)

@@ -127,6 +127,25 @@ def test_the_gold_patch_resolves_and_nothing_does_not(env) -> None:
     assert failing == set(TASK.fail_to_pass)
 
 
+def test_the_pristine_state_is_taken_once_per_task(env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe of the task's python and the pristine manifest are the same for every grading sandbox of a
+    task: a group of samples pays for them once, and the grades still come out right."""
+    from gym_swe.envs import swegym
+
+    probes: list[str] = []
+    real_probe = swegym.probe_environment
+
+    def counted(sandbox, workdir, files=()):  # type: ignore[no-untyped-def]
+        probes.append(workdir)
+        return real_probe(sandbox, workdir, files)
+
+    monkeypatch.setattr(swegym, "probe_environment", counted)
+    rewards = [episode(env, [apply_gold()])[0], episode(env, [])[0], episode(env, [apply_gold()])[0]]
+    assert rewards == [1.0, 0.0, 1.0] and len(probes) == 1
+    other = env.unwrapped.tasks.get("gymswe__inikit-2")
+    assert env.unwrapped.grade_diff(other, other.patch).resolved and len(probes) == 2
+
+
 def test_fraction_reward() -> None:
     require_bwrap()
     environment = gymnasium.make("SWEGym-v0", reward="fraction")

@@ -450,3 +450,36 @@ def test_restore_and_violations_read_parametrised_ids() -> None:
 def test_a_file_python_cannot_parse_gets_no_decoys() -> None:
     planting = plant({"t.py": "def test_x(:\n"}, [parse_test_id("t.py::test_x")], random.Random(0))
     assert planting.groups == [] and planting.sources == {} and planting.notes
+
+
+def test_groups_stay_within_the_case_budget_and_literal_ones_come_first() -> None:
+    """Each decoy runs its test's body again: past the first group, groups are added only while the cases
+    their decoys add stay within the budget, and exchangeable (literal) groups are taken first."""
+    text = textwrap.dedent(
+        """
+        import pytest
+
+
+        @pytest.mark.parametrize("value", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+        def test_many_cases(value):
+            assert value > 0
+
+
+        def test_one_value():
+            assert len("abc") == 3
+
+
+        def test_other_value():
+            assert len("ab") == 2
+        """
+    )
+    targets = [
+        parse_test_id(f"t.py::{name}") for name in ("test_many_cases", "test_one_value", "test_other_value")
+    ]
+    for seed in range(10):
+        planting = plant({"t.py": text}, targets, random.Random(seed), max_cases=8)
+        assert [group.kind for group in planting.groups] == ["literal", "literal"], planting.groups
+        planting = plant({"t.py": text}, targets, random.Random(seed), max_cases=100)
+        assert sorted(group.kind for group in planting.groups) == ["literal", "literal", "negation"]
+        planting = plant({"t.py": text}, targets[:1], random.Random(seed), max_cases=1)
+        assert len(planting.groups) == 1  # one group always, whatever it costs
