@@ -43,9 +43,12 @@ hurt, and `gym-swe validate` shows it.
 from __future__ import annotations
 
 import ast
+import io
 import keyword
 import random
 import re
+import textwrap
+import tokenize
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -67,6 +70,11 @@ _EQUALITY_CALLS = frozenset({
     "assertSetEqual", "assertSequenceEqual", "assertMultiLineEqual", "assert_equal", "assert_equals",
     "assert_array_equal",
 })  # fmt: skip
+_COMPOUND = tuple(
+    getattr(ast, name)
+    for name in ("If", "For", "AsyncFor", "While", "Try", "TryStar", "Match")
+    if hasattr(ast, name)
+)
 _RAISES_CALLS = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
 # What a decoy of a ``raises`` block expects instead: builtin exceptions that projects do not derive theirs
 # from (a decoy must fail where its original passes, so it must not catch what the original expects).
@@ -275,50 +283,50 @@ def _is_inert(statement: ast.stmt) -> bool:
 def _checks(
     function: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], added: set[str]
 ) -> list[_Check]:
-    """The checks a decoy of ``function`` can contradict, best first."""
+    """The checks a decoy of ``function`` can contradict, best first: those in the tail of its body (only
+    checks come after them), and its last statement, which a decoy can always expect to raise."""
     body = function.body
     if any(isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in _own_nodes(function)):
         return []  # the test can pass without reaching its checks, or is not a plain test
     tail: list[ast.stmt] = []
     for statement in reversed(body):
-        if _is_check(statement) or _is_inert(statement):
+        if _is_check_like(statement) or _is_inert(statement):
             tail.append(statement)
         else:
             break
     tail.reverse()
     found: list[_Check] = []
     for statement in tail:
-        if _is_inert(statement):
+        if _is_inert(statement) or not _is_check(statement):
             continue
-        new = any(line.strip() in added for line in lines[statement.lineno - 1 : statement.end_lineno])
+        new = _is_new(statement, lines, added)
         literal = _literal_of(statement)
         if literal is not None:
             found.append(_Check(statement, "literal", new, literal))
-        if isinstance(statement, ast.Assert):
-            found.append(_Check(statement, "negation", new))
-        else:
-            found.append(_Check(statement, "raises", new))
+        found.append(_Check(statement, "negation" if isinstance(statement, ast.Assert) else "raises", new))
     last = body[-1]
-    if not found and not isinstance(
-        last,
-        (
-            ast.If,
-            ast.For,
-            ast.AsyncFor,
-            ast.While,
-            ast.With,
-            ast.AsyncWith,
-            ast.Try,
-            ast.FunctionDef,
-            ast.AsyncFunctionDef,
-            ast.ClassDef,
-        ),
+    if not any(check.statement is last for check in found) and not isinstance(
+        last, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     ):
-        # No check in the tail: the test passes when its body does not raise; its last statement then
-        # must raise in the decoy (the statement still runs in full, so nothing it cleans up is skipped).
-        new = any(line.strip() in added for line in lines[last.lineno - 1 : last.end_lineno])
-        found.append(_Check(last, "raises", new))
+        # The test passes only if its last statement completes: a decoy expects it to raise (the statement
+        # still runs in full, so nothing it cleans up is skipped).
+        found.append(_Check(last, "raises", _is_new(last, lines, added)))
     return sorted(found, key=lambda check: (_RANK[check.kind], not check.new))
+
+
+def _is_new(statement: ast.stmt, lines: list[str], added: set[str]) -> bool:
+    return any(line.strip() in added for line in lines[statement.lineno - 1 : statement.end_lineno])
+
+
+def _is_check_like(statement: ast.stmt) -> bool:
+    """A check, or a loop or branch made of checks only (``for x in y: assert f(x)``): nothing after it in
+    a test's body but such statements means a decoy stopping there skips no work of the original's."""
+    if _is_check(statement):
+        return True
+    if isinstance(statement, (ast.For, ast.If)):
+        inner = [*statement.body, *statement.orelse]
+        return bool(inner) and all(_is_check_like(part) or _is_inert(part) for part in inner)
+    return False
 
 
 def _literal_of(statement: ast.stmt) -> ast.expr | None:
@@ -459,15 +467,13 @@ def _string_variants(
 ) -> list[str] | None:
     """``count + 1`` spellings of a string literal that differ in one run of letters or of digits (the
     original at ``slot``). A run of digits becomes other digits; a word becomes another word of the file of
-    about its length, in its case. None for a literal with escapes, or made of several pieces."""
-    match = _STRING.fullmatch(source)
-    if match is None or ("\\" in match.group("body") and "r" not in match.group("prefix").lower()):
+    about its length, in its case. Of a literal written in pieces (``"ab" "cd"``) one piece changes; None
+    where no piece has a run outside escapes."""
+    pieces = [piece for piece in _pieces(source) if _runs(piece[1])]
+    if not pieces:
         return None
-    body = match.group("body")
-    runs = [run for run in _RUN.finditer(body) if match.group("quote") not in run.group()]
-    if not runs:
-        return None
-    run = rng.choice(runs)
+    start, token = rng.choice(pieces)
+    run = rng.choice(_runs(token))
     original = run.group()
     seen = {original.lower()}
     candidates = (
@@ -485,8 +491,36 @@ def _string_variants(
     if len(replacements) < count:
         return None
     replacements.insert(slot, original)
-    head, tail = source[: match.start("body") + run.start()], source[match.start("body") + run.end() :]
+    head, tail = source[: start + run.start()], source[start + run.end() :]
     return [head + replacement + tail for replacement in replacements]
+
+
+def _pieces(source: str) -> list[tuple[int, str]]:
+    """The string tokens of a literal's source, with their offsets in it."""
+    wrapped = f"({source})"
+    starts = [0]
+    for line in wrapped.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(wrapped).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+    return [
+        (starts[token.start[0] - 1] + token.start[1] - 1, token.string)
+        for token in tokens
+        if token.type == tokenize.STRING
+    ]
+
+
+def _runs(token: str) -> list[re.Match[str]]:
+    """The runs of letters or digits in a string token's body that a decoy may change: none in a token with
+    escapes (unless raw), none touching its quotes or prefix."""
+    match = _STRING.fullmatch(token)
+    if match is None or ("\\" in match.group("body") and "r" not in match.group("prefix").lower()):
+        return []
+    offset = match.start("body")
+    body = match.group("body")
+    return [run for run in _RUN.finditer(token, offset, offset + len(body))]
 
 
 def _digits(run: str, rng: random.Random) -> str:
@@ -550,13 +584,19 @@ _NEGATED = {
 }
 
 
+def _operand(lines: list[str], node: ast.expr) -> str:
+    """An operand's source, in parentheses where it spans lines (they may have been the original's)."""
+    source = _source(lines, node)
+    return f"({source})" if "\n" in source else source
+
+
 def _negation(lines: list[str], statement: ast.Assert) -> str:
     """The assert statement's contradiction: true exactly where the original test is false."""
     test = statement.test
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         condition = f"({_source(lines, test.operand)})"
     elif isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _NEGATED:
-        left, right = _source(lines, test.left), _source(lines, test.comparators[0])
+        left, right = (_operand(lines, node) for node in (test.left, test.comparators[0]))
         condition = f"{left} {_NEGATED[type(test.ops[0])]} {right}"
     else:
         condition = f"not ({_source(lines, test)})"
@@ -565,16 +605,40 @@ def _negation(lines: list[str], statement: ast.Assert) -> str:
 
 
 def _raises(
-    lines: list[str], statement: ast.stmt, pytest_name: str | None, unittest_style: bool, rng: random.Random
+    lines: list[str],
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    statement: ast.stmt,
+    pytest_name: str | None,
+    unittest_style: bool,
+    rng: random.Random,
 ) -> list[str] | None:
     """The statement made to fail where it succeeds: a ``raises`` block expecting an unrelated exception,
-    or the statement under ``raises(AssertionError)`` (written on one logical line, so that its own text
-    keeps its indentation and the text of its strings)."""
+    or the statement under ``raises(AssertionError)`` (a simple one written on the same logical line and a
+    ``with`` block given one more context manager, so that their text keeps its indentation and the text
+    of its strings; another compound statement indented one level, where no string spans its lines)."""
     expected = _expected_exception(statement)
     if expected is not None:
         return _replace(lines, expected, rng.choice(_unrelated_to(_source(lines, expected))))
-    wrapped = _wrapped(lines, statement, pytest_name, unittest_style)
-    return _replace(lines, statement, wrapped) if wrapped else None
+    imported = False
+    if pytest_name:
+        context = f"{pytest_name}.raises(AssertionError)"
+    elif unittest_style:
+        context = "self.assertRaises(AssertionError)"
+    else:  # the module does not import pytest: the decoy does
+        context, imported = "pytest.raises(AssertionError)", True
+    changed: list[str] | None
+    if isinstance(statement, (ast.With, ast.AsyncWith)):
+        first = statement.items[0].context_expr
+        changed = _replace(lines, first, f"{context}, {_source(lines, first)}")
+    elif not isinstance(statement, _COMPOUND):
+        changed = _replace(lines, statement, f"with {context}: {_source(lines, statement)}")
+    else:
+        changed = _indented_under(lines, statement, f"with {context}:")
+    if changed is not None and imported:
+        start = function.body[0]
+        indent = lines[start.lineno - 1][: start.col_offset]
+        changed.insert(start.lineno - 1, f"{indent}import pytest\n")
+    return changed
 
 
 def _unrelated_to(names: str) -> list[str]:
@@ -594,14 +658,22 @@ def _unrelated_to(names: str) -> list[str]:
     return found
 
 
-def _wrapped(
-    lines: list[str], statement: ast.stmt, pytest_name: str | None, unittest_style: bool
-) -> str | None:
-    if pytest_name:
-        return f"with {pytest_name}.raises(AssertionError): {_source(lines, statement)}"
-    if unittest_style:
-        return f"with self.assertRaises(AssertionError): {_source(lines, statement)}"
-    return None
+def _indented_under(lines: list[str], statement: ast.stmt, header: str) -> list[str] | None:
+    """``lines`` with a compound ``statement`` moved into a block under ``header``, one level deeper; None
+    when a string in it spans lines (indenting would change its value)."""
+    first, last = statement.lineno - 1, (statement.end_lineno or statement.lineno) - 1
+    block = lines[first : last + 1]
+    indent = block[0][: len(block[0]) - len(block[0].lstrip())]
+    if any(line.strip() and not line.startswith(indent) for line in block):
+        return None  # a continuation line to the left of the statement
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(textwrap.dedent("".join(block))).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+    if any(token.type == tokenize.STRING and token.start[0] != token.end[0] for token in tokens):
+        return None
+    moved = [indent + "    " + line[len(indent) :] if line.strip() else line for line in block]
+    return [*lines[:first], f"{indent}{header}\n", *moved, *lines[last + 1 :]]
 
 
 def _renamed(lines: list[str], function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[str]:
@@ -689,7 +761,7 @@ def _group(
     first = min([function.lineno, *(d.lineno for d in function.decorator_list)]) - 1
     end = function.end_lineno or function.lineno
     for check in checks:
-        bodies = _decoy_bodies(lines, check, words, rng, pytest_name, unittest_style, decoys)
+        bodies = _decoy_bodies(lines, function, check, words, rng, pytest_name, unittest_style, decoys)
         if bodies:
             break
     else:
@@ -717,6 +789,7 @@ def _group(
 
 def _decoy_bodies(
     lines: list[str],
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
     check: _Check,
     words: Sequence[str],
     rng: random.Random,
@@ -738,7 +811,7 @@ def _decoy_bodies(
     if check.kind == "negation":
         assert isinstance(check.statement, ast.Assert)
         return [_replace(lines, check.statement, _negation(lines, check.statement))]
-    changed = _raises(lines, check.statement, pytest_name, unittest_style, rng)
+    changed = _raises(lines, function, check.statement, pytest_name, unittest_style, rng)
     return [changed] if changed else []
 
 

@@ -277,7 +277,7 @@ SHAPES = {
         ["tests/test_shape.py::test_functional[first]", "tests/test_shape.py::test_functional[second]"],
         answerable=False,
     ),
-    "tests that must not get decoys (a return, a check in a loop, a doctest)": Shape(
+    "tests that must not get decoys (a return, a doctest)": Shape(
         """
         from shop.core import double
 
@@ -286,19 +286,49 @@ SHAPES = {
             if double(1) == 2:
                 return
             assert double(1) == 2
-
-
-        def test_checks_in_a_loop():
-            for value in (1, 2):
-                assert double(value) == 2 * value
         """,
-        [
-            "tests/test_shape.py::test_returns_early",
-            "tests/test_shape.py::test_checks_in_a_loop",
-            "shop/core.py::shop.core.double",
-        ],
+        ["tests/test_shape.py::test_returns_early", "shop/core.py::shop.core.double"],
         answerable=False,
         decoyed=False,
+    ),
+    "checks in a loop and in a branch, a with block last (seaborn, xarray, pylint)": Shape(
+        """
+        import contextlib
+
+        from shop.core import double, words
+
+
+        @contextlib.contextmanager
+        def no_messages():
+            yield
+
+
+        def test_doubles_in_a_loop():
+            values = [double(value) for value in (1, 2)]
+            assert values
+            for value in values:
+                assert value % 2 == 0
+
+
+        def test_words_in_a_branch():
+            found = words("a b")
+            if len(found) > 1:
+                assert found[0] == "a"
+            else:
+                assert not found
+
+
+        class TestChecker:
+            def test_no_messages_block(self):
+                with no_messages():
+                    double(3)
+        """,
+        [
+            "tests/test_shape.py::test_doubles_in_a_loop",
+            "tests/test_shape.py::test_words_in_a_branch",
+            "tests/test_shape.py::TestChecker::test_no_messages_block",
+        ],
+        answerable=False,
     ),
     "a module without pytest, checks in the middle, a docstring and a message": Shape(
         '''
