@@ -24,7 +24,9 @@ A **group** is one FAIL_TO_PASS test function and ``m`` decoys of it:
   they catch code that answers every test, not code that looks for decoys;
 - every member of a group gets a fresh name drawn from the words of the file's test names (the original's
   name is put back when the report is read), unless the test's behaviour may depend on its own name
-  (``request.node``, ``pytester``); the members sit together, the original at a uniformly random place.
+  (``request.node``, ``pytester``); the members sit together, the original at a uniformly random place in a
+  ``literal`` group and first in the others (whose form tells anyway: the original then runs before any
+  decoy could change what it sees).
 
 What a group guarantees: code that does not have the fix cannot pass the original without telling it from its
 decoys, which (for ``literal`` groups, on lines the test patch added) the run does not show: it sees ``m + 1``
@@ -769,7 +771,10 @@ def _group(
     source = "".join(lines[first:end])
     rename = _renamable(function, source, tree)
     names = [_fresh_name(function.name, vocabulary, taken, rng) for _ in range(len(bodies) + rename)]
-    slot = rng.randrange(len(bodies) + 1)
+    # The original runs first where the decoy's form shows which test it is anyway: a test that leaves state
+    # behind (a module reloaded, a variable set) then runs as it would without decoys. In a literal group the
+    # place must not tell, so it is drawn.
+    slot = rng.randrange(len(bodies) + 1) if check.kind == "literal" else 0
     members: list[list[str]] = [list(body) for body in bodies]
     members.insert(slot, list(lines))
     member_names: list[str] = []
@@ -950,8 +955,10 @@ def violations(groups: Sequence[Group], outcomes: Mapping[str, str]) -> list[str
     return found
 
 
-def not_run(groups: Sequence[Group], outcomes: Mapping[str, str]) -> list[str]:
-    """Decoys missing from the report although their original ran (not collected: they caught nothing)."""
+def missing(groups: Sequence[Group], outcomes: Mapping[str, str]) -> list[str]:
+    """Decoys missing from the report although their original is in it. pytest collects a decoy as it
+    collects its original (the same class, decorators and name prefix), so a report without one was not
+    written by pytest alone: its writer left out the tests it could not make come out right."""
     return [
         decoy
         for group in groups

@@ -15,10 +15,10 @@ Run as a script with the task environment's python, standard library only, Pytho
 each plugin module (comma-separated ``PLUGINS``) from ``sys.path`` with the workspace and this script's own
 directory taken off, then puts the workspace first on ``sys.path`` (as ``python -m pytest`` does) and runs
 pytest with plugin autoloading off (PYTEST_DISABLE_PLUGIN_AUTOLOAD, set by the grader) and the probed
-plugins named with ``-p``. A module the workspace adds later cannot replace what is already imported, and a
-``*.dist-info`` it adds registers no plugin. The grader names the configuration file and rootdir the probe
-found (``-c``, ``--rootdir``), so no file the workspace adds (``pytest.toml``, ``.pytest.toml``, a
-``pytest.ini`` nearer the tests) is read as pytest's configuration.
+plugins registered as the modules it imported. A module the workspace adds later cannot replace what is
+already imported, and a ``*.dist-info`` it adds registers no plugin. The grader names the configuration
+file and rootdir the probe found (``-c``, ``--rootdir``), so no file the workspace adds (``pytest.toml``,
+``.pytest.toml``, a ``pytest.ini`` nearer the tests) is read as pytest's configuration.
 
 A repository that *is* pytest (its editable install is the only pytest there is) is ``self-hosted``: the probe
 says so, and ``run`` imports pytest from the workspace's editable directories, as a plain run would.
@@ -199,10 +199,10 @@ def run(workdir, plugins, self_hosted, args):
             continue
         before = [kept for kept in startup[: startup.index(entry)] if kept in sys.path]
         sys.path.insert(sys.path.index(before[-1]) + 1 if before else 1, entry)
-    options = []
-    for module in plugins:
-        options += ["-p", module]
-    return pytest.main(options + list(args))
+    # The plugins go in as the modules imported above, not as -p names: pytest would mark a -p module for
+    # assertion rewriting and warn that it is already imported, an error under filterwarnings=error
+    # (pylint's configuration).
+    return pytest.main(list(args), plugins=[sys.modules[name] for name in plugins if name in sys.modules])
 
 
 def main(argv):

@@ -37,7 +37,7 @@ from pathlib import Path
 from gym_swe.errors import FileTooLargeError, GradingError
 from gym_swe.grading.base import Grade, TestResult, reward_for
 from gym_swe.grading.changes import Entry, compare, manifest
-from gym_swe.grading.decoys import Planting, plant, restore, violations
+from gym_swe.grading.decoys import Planting, missing, plant, restore, violations
 from gym_swe.grading.diffs import filter_diff, split_diff
 from gym_swe.grading.test_ids import (
     JUnitReportError,
@@ -152,7 +152,8 @@ def grade_repository(
     log += [f"dropped {path}: {reason}" for path, reason in filtered.dropped]
 
     sandbox.exec(f"rm -rf {GRADER_DIR}/tmp {GRADER_DIR}/*.diff && mkdir -p {GRADER_DIR}/tmp", timeout=60)
-    sandbox.write_file(f"{GRADER_DIR}/driver.py", DRIVER_SOURCE)  # a probe taken in another sandbox wrote none
+    # the probe, taken once per task in another sandbox, wrote none here
+    sandbox.write_file(f"{GRADER_DIR}/driver.py", DRIVER_SOURCE)
     if filtered.diff.strip():
         sandbox.write_file(f"{GRADER_DIR}/agent.diff", filtered.diff.encode("utf-8", "surrogateescape"))
         applied = _apply(sandbox, f"{GRADER_DIR}/agent.diff", workdir, fallback=False)
@@ -171,6 +172,9 @@ def grade_repository(
     applied = _apply(sandbox, f"{GRADER_DIR}/test.diff", workdir, fallback=True)
     if applied is not None:
         raise GradingError(f"{task.instance_id}: the test patch does not apply to base_commit: {applied}")
+    # Nothing of what grading was given stays where the test run could read it: the test patch would show
+    # which of the tests it finds are the task's own and which are decoys.
+    sandbox.exec(f"rm -f {GRADER_DIR}/agent.diff {GRADER_DIR}/test.diff", timeout=60)
 
     planting = _plant_decoys(sandbox, task, workdir)
     log.append(_describe(planting))
@@ -205,6 +209,14 @@ def grade_repository(
         else:
             reason = f"wrote no readable report (exit {run.exit_code}: {_cause(run.output) or error})"
         return _result(task, filtered.diff, {}, reward, log, start, rejection=f"the test run {reason}")
+    left_out = missing(planting.groups, outcomes)
+    if left_out:
+        log.append("decoys missing from the report: " + "; ".join(left_out))
+        return _result(
+            task, filtered.diff, {}, reward, log, start,
+            rejection="the test run cannot be trusted: its report leaves out decoys the grader planted "
+            "beside tests it reports, so it was not written by pytest alone",
+        )  # fmt: skip
     answered = violations(planting.groups, outcomes)
     if answered:
         log.append("decoys that passed where their original passed: " + "; ".join(answered))
@@ -281,7 +293,9 @@ def _apply(sandbox: Sandbox, patch_file: str, workdir: str, fallback: bool) -> s
     if result.ok:
         return None
     if fallback:
-        again = sandbox.exec(f"cd {quoted} && patch --batch --forward -p1 -i {patch_file}", timeout=300)
+        again = sandbox.exec(
+            f"cd {quoted} && patch --batch --forward --no-backup-if-mismatch -p1 -i {patch_file}", timeout=300
+        )
         if again.ok:
             return None
     return (result.stderr or result.stdout).strip()[-2000:]

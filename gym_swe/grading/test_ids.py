@@ -413,7 +413,8 @@ def match_outcomes(ids: Iterable[str], outcomes: Mapping[str, str]) -> dict[str,
        looks whole takes those longer ids only when no key matched (it may have been cut after a ``]``).
        Report ids that are verbatim one of the other given ids are left to that id (flask's
        ``test_blueprint_prefix_slash[/-/-/]`` and ``[/--/]`` have the same key, and each finds itself);
-    4. with nothing found, the outcome of the id's whole file if the report has one (a collection error);
+    4. with nothing found, the outcome of the id's whole file if the report has one and it is not "passed"
+       (a collection error, a module-level skip: such an entry can fail a test, never pass it);
     5. otherwise "not_run".
 
     Several matches give "passed" only if all passed, else the worst (error > timeout > failed > not_run >
@@ -440,5 +441,8 @@ def match_outcomes(ids: Iterable[str], outcomes: Mapping[str, str]) -> dict[str,
         if found:
             result[raw] = _aggregate([report.exact[other] for other in found])
         else:
-            result[raw] = report.file_level.get(file, "not_run")
+            # A file-level entry stands for a collection error or a module-level skip: it can fail a test,
+            # never pass one (a report that only says "the file passed" names no test that ran).
+            whole = report.file_level.get(file, "not_run")
+            result[raw] = whole if whole != "passed" else "not_run"
     return result

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gym_swe.grading.decoys import plant, restore, violations
+from gym_swe.grading.decoys import missing, plant, restore, violations
 from gym_swe.grading.test_ids import junit_outcomes, match_outcomes, parse_test_id
 
 # A function that reads the assertion calling it and returns its expected side: an answer key.
@@ -513,3 +513,25 @@ def test_groups_stay_within_the_case_budget_and_literal_ones_come_first() -> Non
         assert sorted(group.kind for group in planting.groups) == ["literal", "literal", "negation"]
         planting = plant({"t.py": text}, targets[:1], random.Random(seed), max_cases=1)
         assert len(planting.groups) == 1  # one group always, whatever it costs
+
+
+def test_an_original_whose_decoy_form_tells_runs_first() -> None:
+    """A negation or raises decoy shows which test it is anyway: the original runs first, so a test that
+    leaves state behind (pylint's test_pylint_home reloads its config) sees what it would without decoys."""
+    text = "def test_state():\n    value = compute()\n    assert value\n"
+    for seed in range(20):
+        planting = plant({"t.py": text}, [parse_test_id("t.py::test_state")], random.Random(seed))
+        (group,) = planting.groups
+        assert group.kind == "negation" and group.original_index == 0
+
+
+def test_a_report_that_leaves_out_decoys_is_noticed() -> None:
+    text = textwrap.dedent(SHAPES["module-level functions"].tests)
+    planting = plant({"tests/test_shape.py": text}, [parse_test_id(SHAPES["module-level functions"].targets[0])],
+                     random.Random(3))  # fmt: skip
+    (group,) = planting.groups
+    complete = {group.planted_original: "passed", **dict.fromkeys(group.decoys, "failed")}
+    assert missing([group], complete) == []
+    without_one = {key: value for key, value in complete.items() if key != group.decoys[1]}
+    assert missing([group], without_one) == [group.decoys[1]]
+    assert missing([group], {}) == []  # nothing of the group ran: its original fails as not run

@@ -125,10 +125,10 @@ def pytest9_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_no_configuration_file_the_workspace_adds_is_read(workspace, pytest9_site: Path, attack: str) -> None:  # type: ignore[no-untyped-def]
     """With pytest 9: a plain run reads the workspace's file; the grader's run reads the pristine setup.cfg
     only (its python_functions still apply), as the probe found it before anything was added."""
-    workspace.upload(pytest9_site, "/opt/pytest9")
+    workspace.upload(pytest9_site, "/tmp/pytest9")
     workspace.write_file("/testbed/setup.cfg", PRISTINE_CONFIG)
     workspace.write_file("/testbed/tests/test_check.py", CHECK_FILE)
-    prefix = "cd /testbed && PYTHONPATH=/opt/pytest9"
+    prefix = "cd /testbed && PYTHONPATH=/tmp/pytest9"
     with_pytest9 = workspace.exec(
         f"{prefix} python -c 'import pytest; print(pytest.__version__)'", timeout=60
     )
@@ -208,3 +208,18 @@ def test_a_repository_that_is_pytest_is_graded_with_its_own_runner(tmp_path: Pat
         graded = box.exec(command.format(mode="self-hosted"), timeout=120)
         assert "1 passed" in graded.output and "1 failed" in graded.output, graded.output
         assert "No module named 'pytest'" in box.exec(command.format(mode=""), timeout=120).output
+
+
+def test_probed_plugins_load_under_filterwarnings_error(workspace) -> None:  # type: ignore[no-untyped-def]
+    """pylint's configuration turns warnings into errors: a plugin imported before pytest starts must not
+    make pytest warn that it cannot rewrite it (named with -p, it did, and the run wrote no report)."""
+    workspace.write_file(
+        "/tmp/site/marker_plugin.py", "def pytest_report_header(config):\n    return 'MARKER LOADED'\n"
+    )
+    workspace.write_file("/testbed/pytest.ini", "[pytest]\nfilterwarnings =\n    error\n")
+    result = workspace.exec(
+        f"cd /testbed && PYTHONPATH=/tmp/site PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python {GRADER_DIR}/driver.py run "
+        "/testbed marker_plugin -- -p no:cacheprovider -c /testbed/pytest.ini tests/test_truth.py",
+        timeout=120,
+    )
+    assert "MARKER LOADED" in result.output and "1 failed" in result.output, result.output

@@ -807,3 +807,11 @@ def test_a_real_pytest_run_matches_swe_bench_style_ids(tmp_path: Path) -> None:
         "tests/test_quirks.py::test_path[data.csv]": "passed"
     }
     assert files_to_run(EXPECTED) == ["pkg/tests/sub/test_broken.py", "pkg/tests/test_quirks.py"]
+
+
+def test_a_file_level_entry_can_fail_a_test_but_never_pass_one() -> None:
+    """A collection error is keyed by its file and fails every test of it; a report whose only entry for a
+    file says "passed" names no test that ran, so the file's tests did not run."""
+    ids = ["tests/test_x.py::test_a", "tests/test_x.py::TestB::test_c"]
+    assert match_outcomes(ids, {"tests/test_x.py": "error"}) == dict.fromkeys(ids, "error")
+    assert match_outcomes(ids, {"tests/test_x.py": "passed"}) == dict.fromkeys(ids, "not_run")
