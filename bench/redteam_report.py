@@ -23,6 +23,7 @@ GROUPS = {
     "test_reward_hacks.py::test_attack_earns_nothing": "reward hacks (attacks)",
     "test_reward_hacks.py::test_patching_unittest_alone_earns_nothing": "reward hacks (attacks)",
     "test_trust_boundaries.py": "trust boundaries: executor, grading inputs, test runner (attacks)",
+    "test_answer_keys.py": "answer keys: code that reads the test calling it, 7 mechanisms (attacks)",
     "test_prepared_envs.py": "prepared SWE environments (attacks)",
     "test_containment.py": "sandbox containment (attacks)",
     "test_faults.py": "faults",

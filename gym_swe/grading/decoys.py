@@ -412,11 +412,17 @@ def _is_literal(node: ast.expr) -> bool:
 
 
 def _alternatives(
-    source: str, value: object, count: int, words: Sequence[str], rng: random.Random
+    source: str,
+    value: object,
+    count: int,
+    words: Sequence[str],
+    rng: random.Random,
+    local: Sequence[str] = (),
 ) -> tuple[list[str], int] | None:
     """``count + 1`` distinct source texts for a literal leaf written ``source`` (value ``value``), spelt as
     it is (quotes, prefixes, decimals), and the index of the original among them, uniformly random; None when
-    there are not enough. ``words``: the file's own words, for the words of strings."""
+    there are not enough. For the runs of strings: ``local``, the words and digit runs of the test's own other
+    literals (its inputs), first, then ``words``, the file's."""
     slot = rng.randrange(count + 1)
     if isinstance(value, bool):
         if count != 1:
@@ -428,6 +434,9 @@ def _alternatives(
         # An arithmetic run whose step is larger than the number of group members, so that a counter the
         # tests share, moved by the members that run before, cannot meet a decoy's value.
         step = rng.randint(count + 2, 4 * count + 4)
+        if value >= 0:  # no negative decoy beside a count or a size: the original's place among the
+            # members is drawn among those that keep every value non-negative
+            slot = rng.choice([index for index in range(count + 1) if value - step * index >= 0])
         texts = [str(value + step * (index - slot)) for index in range(count + 1)]
         texts[slot] = source
     elif isinstance(value, float):
@@ -441,7 +450,7 @@ def _alternatives(
         texts = [f"{value + step * (index - slot):.{places}f}" for index in range(count + 1)]
         texts[slot] = source
     elif isinstance(value, (str, bytes)):
-        spelt = _string_variants(source, count, slot, words, rng)
+        spelt = _string_variants(source, count, slot, words, rng, local)
         if spelt is None:
             return None
         texts = spelt
@@ -465,12 +474,13 @@ _RUN = re.compile(r"[A-Za-z]+|\d+")
 
 
 def _string_variants(
-    source: str, count: int, slot: int, words: Sequence[str], rng: random.Random
+    source: str, count: int, slot: int, words: Sequence[str], rng: random.Random, local: Sequence[str] = ()
 ) -> list[str] | None:
     """``count + 1`` spellings of a string literal that differ in one run of letters or of digits (the
     original at ``slot``). A run of digits becomes other digits; a word becomes another word of the file of
-    about its length, in its case. Of a literal written in pieces (``"ab" "cd"``) one piece changes; None
-    where no piece has a run outside escapes."""
+    about its length, in its case, those of the test's own inputs (``local``) and those of its length first:
+    a bug's output is made of its inputs, so a decoy's value must look made of them too. Of a literal written
+    in pieces (``"ab" "cd"``) one piece changes; None where no piece has a run outside escapes."""
     pieces = [piece for piece in _pieces(source) if _runs(piece[1])]
     if not pieces:
         return None
@@ -478,11 +488,17 @@ def _string_variants(
     run = rng.choice(_runs(token))
     original = run.group()
     seen = {original.lower()}
-    candidates = (
-        [_digits(original, rng) for _ in range(20 * count)]
-        if original.isdigit()
-        else _words_like(original, words, rng) + [_letters(original, rng) for _ in range(20 * count)]
-    )
+    if original.isdigit():
+        near = [run for run in local if run.isdigit() and len(run) == len(original)]
+        rng.shuffle(near)
+        candidates = near + [_digits(original, rng) for _ in range(20 * count)]
+    else:
+        candidates = (
+            _words_like(original, [word for word in local if word.isalpha()], rng, exact=True)
+            + _words_like(original, words, rng, exact=True)
+            + _words_like(original, words, rng)
+            + [_letters(original, rng) for _ in range(20 * count)]
+        )
     replacements: list[str] = []
     for candidate in candidates:
         if len(replacements) == count:
@@ -530,9 +546,9 @@ def _digits(run: str, rng: random.Random) -> str:
     return rng.choice(first) + "".join(rng.choice("0123456789") for _ in run[1:])
 
 
-def _words_like(run: str, words: Sequence[str], rng: random.Random) -> list[str]:
-    """Words of the file of about ``run``'s length, in random order, cased as ``run`` is."""
-    near = [word for word in words if abs(len(word) - len(run)) <= 2 and word.isalpha()]
+def _words_like(run: str, words: Sequence[str], rng: random.Random, exact: bool = False) -> list[str]:
+    """Words of about ``run``'s length (of its length with ``exact``), in random order, cased as it is."""
+    near = [word for word in words if abs(len(word) - len(run)) <= (0 if exact else 2) and word.isalpha()]
     rng.shuffle(near)
     if run.isupper() and len(run) > 1:
         return [word.upper() for word in near]
@@ -584,6 +600,28 @@ _NEGATED = {
     ast.Is: "is not",
     ast.IsNot: "is",
 }
+
+
+def _occurrences(function: ast.AST, value: object) -> int:
+    """How many literals of the test have ``value`` (of its type)."""
+    return sum(
+        1
+        for node in ast.walk(function)
+        if isinstance(node, ast.Constant) and type(node.value) is type(value) and node.value == value
+    )
+
+
+def _inputs(function: ast.AST, leaf: ast.expr) -> list[str]:
+    """The lower-case words and the digit runs of the test's literals other than ``leaf`` (its inputs)."""
+    found: list[str] = []
+    for node in ast.walk(function):
+        if node is leaf or not isinstance(node, ast.Constant):
+            continue
+        if isinstance(node.value, (str, bytes)):
+            found += [run.lower() for run in _RUN.findall(_text(node.value))]
+        elif isinstance(node.value, int) and not isinstance(node.value, bool):
+            found.append(str(abs(node.value)))
+    return list(dict.fromkeys(found))
 
 
 def _operand(lines: list[str], node: ast.expr) -> str:
@@ -805,10 +843,13 @@ def _decoy_bodies(
     """The file's lines as each decoy has them (only the check differs)."""
     if check.kind == "literal":
         assert check.literal is not None
-        leaf = rng.choice(_variable_leaves(check.literal))
+        leaves = _variable_leaves(check.literal)
+        # A value the test also uses as an input would tell the original (its decoys' values are not there)
+        unique = [leaf for leaf in leaves if _occurrences(function, ast.literal_eval(leaf)) <= 1]
+        leaf = rng.choice(unique or leaves)
         value = ast.literal_eval(leaf)
         count = 1 if isinstance(value, bool) else decoys
-        drawn = _alternatives(_source(lines, leaf), value, count, words, rng)
+        drawn = _alternatives(_source(lines, leaf), value, count, words, rng, _inputs(function, leaf))
         if drawn is None:
             return []
         texts, slot = drawn
