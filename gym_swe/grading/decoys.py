@@ -45,15 +45,13 @@ hurt, and `gym-swe validate` shows it.
 from __future__ import annotations
 
 import ast
-import io
 import keyword
 import random
 import re
-import textwrap
-import tokenize
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from gym_swe.grading import decoy_values, test_source
 from gym_swe.grading.test_ids import TestId
 
 DECOYS_PER_GROUP = 3
@@ -63,21 +61,6 @@ MAX_GROUPS = 4
 MAX_DECOY_CASES = 12
 """Test cases the decoys of one grade may add (each runs a test's body again), past the first group."""
 
-# Calls that check something and raise when it does not hold (the last name of the callee).
-_CHECK_CALL = re.compile(r"^(assert|check|verify|expect)|^(fnmatch_lines|re_match_lines|no_fnmatch_line)$",
-                         re.IGNORECASE)  # fmt: skip
-# Those among them that compare their two first arguments for equality.
-_EQUALITY_CALLS = frozenset({
-    "assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual", "assertDictEqual",
-    "assertSetEqual", "assertSequenceEqual", "assertMultiLineEqual", "assert_equal", "assert_equals",
-    "assert_array_equal",
-})  # fmt: skip
-_COMPOUND = tuple(
-    getattr(ast, name)
-    for name in ("If", "For", "AsyncFor", "While", "Try", "TryStar", "Match")
-    if hasattr(ast, name)
-)
-_RAISES_CALLS = frozenset({"raises", "assertRaises", "assertRaisesRegex", "assertRaisesRegexp"})
 # What a decoy of a ``raises`` block expects instead: builtin exceptions that projects do not derive theirs
 # from (a decoy must fail where its original passes, so it must not catch what the original expects).
 _UNRELATED_EXCEPTIONS = (
@@ -176,7 +159,7 @@ def plant(
         cases += candidate.cases
     for file in sorted({candidate.group.file for candidate in chosen}):
         edits = sorted((c for c in chosen if c.group.file == file), key=lambda c: c.first, reverse=True)
-        lines = _lines(sources[file])
+        lines = test_source.split_lines(sources[file])
         for edit in edits:
             lines[edit.first : edit.end] = edit.lines
         text = "".join(lines)
@@ -204,13 +187,6 @@ class _Candidate:
 _RANK = {"literal": 0, "negation": 1, "raises": 2}  # the exchangeable kind first
 
 
-def _lines(text: str) -> list[str]:
-    lines = text.splitlines(keepends=True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    return lines
-
-
 # -- finding the test and its checks -------------------------------------------------------------------------
 
 
@@ -223,86 +199,29 @@ class _Check:
     """For "literal": the node whose value changes."""
 
 
-def _find(
-    tree: ast.Module, parts: list[str]
-) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.stmt]] | None:
-    """The definition of ``Class::...::name`` in ``tree`` and the body it is in (None if it is not a plain
-    definition there, or is defined twice)."""
-    body: list[ast.stmt] = tree.body
-    for name in parts[:-1]:
-        classes = [node for node in body if isinstance(node, ast.ClassDef) and node.name == name]
-        if len(classes) != 1:
-            return None
-        body = classes[0].body
-    found = [
-        n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == parts[-1]
-    ]
-    return (found[0], body) if len(found) == 1 else None
-
-
-def _own_nodes(function: ast.AST) -> Iterable[ast.AST]:
-    """The nodes of a function's body, not those of functions or classes defined inside it."""
-    stack = list(ast.iter_child_nodes(function))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-
-
-def _callee(node: ast.expr) -> str:
-    if isinstance(node, ast.Call):
-        func = node.func
-        if isinstance(func, ast.Attribute):
-            return func.attr
-        if isinstance(func, ast.Name):
-            return func.id
-    return ""
-
-
-def _expected_exception(statement: ast.stmt) -> ast.expr | None:
-    """E of ``with pytest.raises(E):`` / ``with self.assertRaises(E):`` (a block that must raise E)."""
-    if isinstance(statement, ast.With) and len(statement.items) == 1:
-        call = statement.items[0].context_expr
-        if isinstance(call, ast.Call) and _callee(call) in _RAISES_CALLS and call.args:
-            return call.args[0]
-    return None
-
-
-def _is_check(statement: ast.stmt) -> bool:
-    if isinstance(statement, ast.Assert) or _expected_exception(statement) is not None:
-        return True
-    return isinstance(statement, ast.Expr) and bool(_CHECK_CALL.search(_callee(statement.value)))
-
-
-def _is_inert(statement: ast.stmt) -> bool:
-    """A statement that does nothing (a docstring, ``pass``)."""
-    return isinstance(statement, ast.Pass) or (
-        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
-    )
-
-
 def _checks(
     function: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], added: set[str]
 ) -> list[_Check]:
     """The checks a decoy of ``function`` can contradict, best first: those in the tail of its body (only
     checks come after them), and its last statement, which a decoy can always expect to raise."""
     body = function.body
-    if any(isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in _own_nodes(function)):
+    if any(
+        isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in test_source.own_nodes(function)
+    ):
         return []  # the test can pass without reaching its checks, or is not a plain test
     tail: list[ast.stmt] = []
     for statement in reversed(body):
-        if _is_check_like(statement) or _is_inert(statement):
+        if test_source.is_check_like(statement) or test_source.is_inert(statement):
             tail.append(statement)
         else:
             break
     tail.reverse()
     found: list[_Check] = []
     for statement in tail:
-        if _is_inert(statement) or not _is_check(statement):
+        if test_source.is_inert(statement) or not test_source.is_check(statement):
             continue
         new = _is_new(statement, lines, added)
-        literal = _literal_of(statement)
+        literal = decoy_values.literal_of(statement)
         if literal is not None:
             found.append(_Check(statement, "literal", new, literal))
         found.append(_Check(statement, "negation" if isinstance(statement, ast.Assert) else "raises", new))
@@ -320,276 +239,10 @@ def _is_new(statement: ast.stmt, lines: list[str], added: set[str]) -> bool:
     return any(line.strip() in added for line in lines[statement.lineno - 1 : statement.end_lineno])
 
 
-def _is_check_like(statement: ast.stmt) -> bool:
-    """A check, or a loop or branch made of checks only (``for x in y: assert f(x)``): nothing after it in
-    a test's body but such statements means a decoy stopping there skips no work of the original's."""
-    if _is_check(statement):
-        return True
-    if isinstance(statement, (ast.For, ast.If)):
-        inner = [*statement.body, *statement.orelse]
-        return bool(inner) and all(_is_check_like(part) or _is_inert(part) for part in inner)
-    return False
-
-
-def _literal_of(statement: ast.stmt) -> ast.expr | None:
-    """The literal the check compares with, when there is one to vary."""
-    candidates: list[ast.expr] = []
-    if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
-        compare = statement.test
-        if len(compare.ops) == 1 and isinstance(compare.ops[0], ast.Eq):
-            candidates = [compare.comparators[0], compare.left]
-        elif len(compare.ops) == 1 and isinstance(compare.ops[0], (ast.Is, ast.IsNot)):
-            right = compare.comparators[0]
-            if isinstance(right, ast.Constant) and isinstance(right.value, bool):
-                return right
-    elif isinstance(statement, ast.Expr) and _callee(statement.value) in _EQUALITY_CALLS:
-        call = statement.value
-        assert isinstance(call, ast.Call)
-        candidates = list(call.args[:2])
-    for candidate in candidates:
-        candidate = _unwrap_approx(candidate)
-        if candidate is not None and _variable_leaves(candidate):
-            return candidate
-    return None
-
-
-def _unwrap_approx(node: ast.expr) -> ast.expr | None:
-    """``pytest.approx(L)`` / ``approx(L)`` without tolerances gives L; other calls give None."""
-    if isinstance(node, ast.Call):
-        if _callee(node) == "approx" and len(node.args) == 1 and not node.keywords:
-            return node.args[0]
-        return None
-    return node
-
-
-def _variable_leaves(node: ast.expr) -> list[ast.expr]:
-    """The leaves of a literal whose value a decoy can change (numbers, strings, bytes, bools); [] when
-    ``node`` is not a plain literal."""
-    if isinstance(node, ast.Constant):
-        value = node.value
-        if isinstance(value, bool):
-            return [node]
-        if isinstance(value, (int, float)) and value == value and abs(value) != float("inf"):
-            return [node]
-        if isinstance(value, (str, bytes)) and _WORD.search(_text(value)):
-            return [node]
-        return []
-    if (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub)
-        and isinstance(node.operand, ast.Constant)
-    ):
-        value = node.operand.value
-        return [node] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
-    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        parts = [_variable_leaves(element) if _is_literal(element) else None for element in node.elts]
-        if any(part is None for part in parts):
-            return []
-        return [leaf for part in parts if part for leaf in part]
-    if isinstance(node, ast.Dict):
-        if not all(key is not None and _is_literal(key) for key in node.keys):
-            return []
-        values = [_variable_leaves(value) if _is_literal(value) else None for value in node.values]
-        if any(part is None for part in values):
-            return []
-        return [leaf for part in values if part for leaf in part]
-    return []
-
-
-def _text(value: str | bytes) -> str:
-    return value.decode("latin-1") if isinstance(value, bytes) else value
-
-
-def _is_literal(node: ast.expr) -> bool:
-    try:
-        ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
-
-
 # -- values for a literal group ------------------------------------------------------------------------------
 
 
-def _alternatives(
-    source: str,
-    value: object,
-    count: int,
-    words: Sequence[str],
-    rng: random.Random,
-    local: Sequence[str] = (),
-) -> tuple[list[str], int] | None:
-    """``count + 1`` distinct source texts for a literal leaf written ``source`` (value ``value``), spelt as
-    it is (quotes, prefixes, decimals), and the index of the original among them, uniformly random; None when
-    there are not enough. For the runs of strings: ``local``, the words and digit runs of the test's own other
-    literals (its inputs), first, then ``words``, the file's."""
-    slot = rng.randrange(count + 1)
-    if isinstance(value, bool):
-        if count != 1:
-            return None
-        texts = [source, str(not value)] if slot == 0 else [str(not value), source]
-    elif isinstance(value, int):
-        if not re.fullmatch(r"-?\s*\d+", source):
-            return None
-        # An arithmetic run whose step is larger than the number of group members, so that a counter the
-        # tests share, moved by the members that run before, cannot meet a decoy's value.
-        step = rng.randint(count + 2, 4 * count + 4)
-        if value >= 0:  # no negative decoy beside a count or a size: the original's place among the
-            # members is drawn among those that keep every value non-negative
-            slot = rng.choice([index for index in range(count + 1) if value - step * index >= 0])
-        texts = [str(value + step * (index - slot)) for index in range(count + 1)]
-        texts[slot] = source
-    elif isinstance(value, float):
-        decimals = re.fullmatch(r"-?\s*\d*\.(\d*)", source)
-        if decimals is None:
-            return None
-        places = max(len(decimals.group(1)), 1)
-        unit = 10.0**-places
-        scale = max(abs(value) * rng.uniform(0.2, 0.6), rng.uniform(0.5, 2.0))
-        step = max(round(scale / unit), count + 2) * unit
-        texts = [f"{value + step * (index - slot):.{places}f}" for index in range(count + 1)]
-        texts[slot] = source
-    elif isinstance(value, (str, bytes)):
-        spelt = _string_variants(source, count, slot, words, rng, local)
-        if spelt is None:
-            return None
-        texts = spelt
-    else:
-        return None
-    values = []
-    for text in texts:
-        try:
-            values.append(ast.literal_eval(text.strip()))
-        except (ValueError, SyntaxError):
-            return None
-    if len(set(texts)) != count + 1 or any(other == value for i, other in enumerate(values) if i != slot):
-        return None
-    return texts, slot
-
-
-_STRING = re.compile(
-    r"(?P<prefix>[rRbBuU]{0,2})(?P<quote>\"\"\"|\'\'\'|\"|\')(?P<body>.*)(?P=quote)", re.DOTALL
-)
-_RUN = re.compile(r"[A-Za-z]+|\d+")
-
-
-def _string_variants(
-    source: str, count: int, slot: int, words: Sequence[str], rng: random.Random, local: Sequence[str] = ()
-) -> list[str] | None:
-    """``count + 1`` spellings of a string literal that differ in one run of letters or of digits (the
-    original at ``slot``). A run of digits becomes other digits; a word becomes another word of the file of
-    about its length, in its case, those of the test's own inputs (``local``) and those of its length first:
-    a bug's output is made of its inputs, so a decoy's value must look made of them too. Of a literal written
-    in pieces (``"ab" "cd"``) one piece changes; None where no piece has a run outside escapes."""
-    pieces = [piece for piece in _pieces(source) if _runs(piece[1])]
-    if not pieces:
-        return None
-    start, token = rng.choice(pieces)
-    run = rng.choice(_runs(token))
-    original = run.group()
-    seen = {original.lower()}
-    if original.isdigit():
-        near = [run for run in local if run.isdigit() and len(run) == len(original)]
-        rng.shuffle(near)
-        candidates = near + [_digits(original, rng) for _ in range(20 * count)]
-    else:
-        candidates = (
-            _words_like(original, [word for word in local if word.isalpha()], rng, exact=True)
-            + _words_like(original, words, rng, exact=True)
-            + _words_like(original, words, rng)
-            + [_letters(original, rng) for _ in range(20 * count)]
-        )
-    replacements: list[str] = []
-    for candidate in candidates:
-        if len(replacements) == count:
-            break
-        if candidate.lower() not in seen:
-            seen.add(candidate.lower())
-            replacements.append(candidate)
-    if len(replacements) < count:
-        return None
-    replacements.insert(slot, original)
-    head, tail = source[: start + run.start()], source[start + run.end() :]
-    return [head + replacement + tail for replacement in replacements]
-
-
-def _pieces(source: str) -> list[tuple[int, str]]:
-    """The string tokens of a literal's source, with their offsets in it."""
-    wrapped = f"({source})"
-    starts = [0]
-    for line in wrapped.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(wrapped).readline))
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return []
-    return [
-        (starts[token.start[0] - 1] + token.start[1] - 1, token.string)
-        for token in tokens
-        if token.type == tokenize.STRING
-    ]
-
-
-def _runs(token: str) -> list[re.Match[str]]:
-    """The runs of letters or digits in a string token's body that a decoy may change: none in a token with
-    escapes (unless raw), none touching its quotes or prefix."""
-    match = _STRING.fullmatch(token)
-    if match is None or ("\\" in match.group("body") and "r" not in match.group("prefix").lower()):
-        return []
-    offset = match.start("body")
-    body = match.group("body")
-    return [run for run in _RUN.finditer(token, offset, offset + len(body))]
-
-
-def _digits(run: str, rng: random.Random) -> str:
-    first = "123456789" if len(run) > 1 and run[0] != "0" else "0123456789"
-    return rng.choice(first) + "".join(rng.choice("0123456789") for _ in run[1:])
-
-
-def _words_like(run: str, words: Sequence[str], rng: random.Random, exact: bool = False) -> list[str]:
-    """Words of about ``run``'s length (of its length with ``exact``), in random order, cased as it is."""
-    near = [word for word in words if abs(len(word) - len(run)) <= (0 if exact else 2) and word.isalpha()]
-    rng.shuffle(near)
-    if run.isupper() and len(run) > 1:
-        return [word.upper() for word in near]
-    if run[:1].isupper():
-        return [word.title() for word in near]
-    return near
-
-
-def _letters(run: str, rng: random.Random) -> str:
-    """A made-up word of ``run``'s shape (the last resort, when the file has too few words)."""
-    letters = []
-    for char in run:
-        letter = rng.choice("aeiou" if char.lower() in "aeiou" else "bcdfghjklmnpqrstvwxz")
-        letters.append(letter.upper() if char.isupper() else letter)
-    return "".join(letters)
-
-
 # -- writing a group -----------------------------------------------------------------------------------------
-
-
-def _segment(lines: list[str], node: ast.AST) -> tuple[int, int, int, int]:
-    """(first line index, first column, last line index, end column), columns as str indices."""
-    first, last = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
-    start = len(lines[first].encode("utf-8")[: node.col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]
-    end = len(lines[last].encode("utf-8")[: node.end_col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]
-    return first, start, last, end
-
-
-def _replace(lines: list[str], node: ast.AST, text: str) -> list[str]:
-    """``lines`` with ``node``'s source replaced by ``text``."""
-    first, start, last, end = _segment(lines, node)
-    out = list(lines)
-    out[first : last + 1] = [lines[first][:start] + text + lines[last][end:]]
-    return out
-
-
-def _source(lines: list[str], node: ast.AST) -> str:
-    first, start, last, end = _segment(lines, node)
-    if first == last:
-        return lines[first][start:end]
-    return lines[first][start:] + "".join(lines[first + 1 : last]) + lines[last][:end]
 
 
 _NEGATED = {
@@ -602,31 +255,9 @@ _NEGATED = {
 }
 
 
-def _occurrences(function: ast.AST, value: object) -> int:
-    """How many literals of the test have ``value`` (of its type)."""
-    return sum(
-        1
-        for node in ast.walk(function)
-        if isinstance(node, ast.Constant) and type(node.value) is type(value) and node.value == value
-    )
-
-
-def _inputs(function: ast.AST, leaf: ast.expr) -> list[str]:
-    """The lower-case words and the digit runs of the test's literals other than ``leaf`` (its inputs)."""
-    found: list[str] = []
-    for node in ast.walk(function):
-        if node is leaf or not isinstance(node, ast.Constant):
-            continue
-        if isinstance(node.value, (str, bytes)):
-            found += [run.lower() for run in _RUN.findall(_text(node.value))]
-        elif isinstance(node.value, int) and not isinstance(node.value, bool):
-            found.append(str(abs(node.value)))
-    return list(dict.fromkeys(found))
-
-
 def _operand(lines: list[str], node: ast.expr) -> str:
     """An operand's source, in parentheses where it spans lines (they may have been the original's)."""
-    source = _source(lines, node)
+    source = test_source.source_of(lines, node)
     return f"({source})" if "\n" in source else source
 
 
@@ -634,13 +265,13 @@ def _negation(lines: list[str], statement: ast.Assert) -> str:
     """The assert statement's contradiction: true exactly where the original test is false."""
     test = statement.test
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        condition = f"({_source(lines, test.operand)})"
+        condition = f"({test_source.source_of(lines, test.operand)})"
     elif isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _NEGATED:
         left, right = (_operand(lines, node) for node in (test.left, test.comparators[0]))
         condition = f"{left} {_NEGATED[type(test.ops[0])]} {right}"
     else:
-        condition = f"not ({_source(lines, test)})"
-    message = f", {_source(lines, statement.msg)}" if statement.msg is not None else ""
+        condition = f"not ({test_source.source_of(lines, test)})"
+    message = f", {test_source.source_of(lines, statement.msg)}" if statement.msg is not None else ""
     return f"assert {condition}{message}"
 
 
@@ -656,9 +287,11 @@ def _raises(
     or the statement under ``raises(AssertionError)`` (a simple one written on the same logical line and a
     ``with`` block given one more context manager, so that their text keeps its indentation and the text
     of its strings; another compound statement indented one level, where no string spans its lines)."""
-    expected = _expected_exception(statement)
+    expected = test_source.expected_exception(statement)
     if expected is not None:
-        return _replace(lines, expected, rng.choice(_unrelated_to(_source(lines, expected))))
+        return test_source.replaced(
+            lines, expected, rng.choice(_unrelated_to(test_source.source_of(lines, expected)))
+        )
     imported = False
     if pytest_name:
         context = f"{pytest_name}.raises(AssertionError)"
@@ -669,11 +302,13 @@ def _raises(
     changed: list[str] | None
     if isinstance(statement, (ast.With, ast.AsyncWith)):
         first = statement.items[0].context_expr
-        changed = _replace(lines, first, f"{context}, {_source(lines, first)}")
-    elif not isinstance(statement, _COMPOUND):
-        changed = _replace(lines, statement, f"with {context}: {_source(lines, statement)}")
+        changed = test_source.replaced(lines, first, f"{context}, {test_source.source_of(lines, first)}")
+    elif not isinstance(statement, test_source.COMPOUND):
+        changed = test_source.replaced(
+            lines, statement, f"with {context}: {test_source.source_of(lines, statement)}"
+        )
     else:
-        changed = _indented_under(lines, statement, f"with {context}:")
+        changed = test_source.indented_under(lines, statement, f"with {context}:")
     if changed is not None and imported:
         start = function.body[0]
         indent = lines[start.lineno - 1][: start.col_offset]
@@ -698,24 +333,6 @@ def _unrelated_to(names: str) -> list[str]:
     return found
 
 
-def _indented_under(lines: list[str], statement: ast.stmt, header: str) -> list[str] | None:
-    """``lines`` with a compound ``statement`` moved into a block under ``header``, one level deeper; None
-    when a string in it spans lines (indenting would change its value)."""
-    first, last = statement.lineno - 1, (statement.end_lineno or statement.lineno) - 1
-    block = lines[first : last + 1]
-    indent = block[0][: len(block[0]) - len(block[0].lstrip())]
-    if any(line.strip() and not line.startswith(indent) for line in block):
-        return None  # a continuation line to the left of the statement
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(textwrap.dedent("".join(block))).readline))
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return None
-    if any(token.type == tokenize.STRING and token.start[0] != token.end[0] for token in tokens):
-        return None
-    moved = [indent + "    " + line[len(indent) :] if line.strip() else line for line in block]
-    return [*lines[:first], f"{indent}{header}\n", *moved, *lines[last + 1 :]]
-
-
 def _renamed(lines: list[str], function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[str]:
     out = list(lines)
     index = function.lineno - 1
@@ -738,15 +355,15 @@ def _candidates(
     except (SyntaxError, ValueError):
         notes.append(f"{path}: not parsable here, no decoys")
         return []
-    lines = _lines(text)
+    lines = test_source.split_lines(text)
     taken = set(re.findall(r"\w+", text))
     vocabulary = _vocabulary(tree)
     words = _file_words(tree)
-    pytest_name = _module_binding(tree, "pytest")
+    pytest_name = test_source.module_binding(tree, "pytest")
     found: list[_Candidate] = []
     for node_id in nodes:
         parts = node_id.split("::")[1:]
-        definition = _find(tree, parts)
+        definition = test_source.find_test(tree, parts)
         if definition is None:
             notes.append(f"{node_id}: not a plain test function of its file, no decoys")
             continue
@@ -756,7 +373,7 @@ def _candidates(
             notes.append(f"{node_id}: no check a decoy can contradict")
             continue
         scope = tuple(parts[:-1])
-        unittest_style = bool(scope) and _is_unittest_class(tree, scope)
+        unittest_style = bool(scope) and test_source.is_unittest_class(tree, scope)
         planted = _group(path, lines, function, scope, checks, rng, pytest_name, unittest_style,
                          decoys, vocabulary, words, taken, tree)  # fmt: skip
         if planted is None:
@@ -774,7 +391,7 @@ def _parametrisations(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     for decorator in function.decorator_list:
         if (
             isinstance(decorator, ast.Call)
-            and _callee(decorator) == "parametrize"
+            and test_source.callee(decorator) == "parametrize"
             and len(decorator.args) > 1
         ):
             values = decorator.args[1]
@@ -843,20 +460,22 @@ def _decoy_bodies(
     """The file's lines as each decoy has them (only the check differs)."""
     if check.kind == "literal":
         assert check.literal is not None
-        leaves = _variable_leaves(check.literal)
+        leaves = decoy_values.variable_leaves(check.literal)
         # A value the test also uses as an input would tell the original (its decoys' values are not there)
-        unique = [leaf for leaf in leaves if _occurrences(function, ast.literal_eval(leaf)) <= 1]
+        unique = [leaf for leaf in leaves if decoy_values.occurrences(function, ast.literal_eval(leaf)) <= 1]
         leaf = rng.choice(unique or leaves)
         value = ast.literal_eval(leaf)
         count = 1 if isinstance(value, bool) else decoys
-        drawn = _alternatives(_source(lines, leaf), value, count, words, rng, _inputs(function, leaf))
+        drawn = decoy_values.alternatives(
+            test_source.source_of(lines, leaf), value, count, words, rng, decoy_values.inputs(function, leaf)
+        )
         if drawn is None:
             return []
         texts, slot = drawn
-        return [_replace(lines, leaf, text) for index, text in enumerate(texts) if index != slot]
+        return [test_source.replaced(lines, leaf, text) for index, text in enumerate(texts) if index != slot]
     if check.kind == "negation":
         assert isinstance(check.statement, ast.Assert)
-        return [_replace(lines, check.statement, _negation(lines, check.statement))]
+        return [test_source.replaced(lines, check.statement, _negation(lines, check.statement))]
     changed = _raises(lines, function, check.statement, pytest_name, unittest_style, rng)
     return [changed] if changed else []
 
@@ -882,29 +501,6 @@ def _renamable(function: ast.FunctionDef | ast.AsyncFunctionDef, source: str, tr
         if named == function.name or function.name in text:
             uses += 1
     return uses == 0
-
-
-def _module_binding(tree: ast.Module, module: str) -> str | None:
-    """The name ``module`` is imported as at the top of the file (``import pytest``), if it is."""
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == module:
-                    return alias.asname or module
-    return None
-
-
-def _is_unittest_class(tree: ast.Module, scope: tuple[str, ...]) -> bool:
-    """Whether the innermost class of ``scope`` derives from a class named ``TestCase``."""
-    body: list[ast.stmt] = tree.body
-    bases: list[ast.expr] = []
-    for name in scope:
-        matches = [n for n in body if isinstance(n, ast.ClassDef) and n.name == name]
-        if not matches:
-            return False
-        bases, body = matches[0].bases, matches[0].body
-    names = {base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "") for base in bases}
-    return "TestCase" in names
 
 
 # -- names ---------------------------------------------------------------------------------------------------
