@@ -57,14 +57,15 @@ def _prepare(args: argparse.Namespace) -> int:
     tasks = load_swe_tasks(args.tasks)
     selected = [tasks.get(task_id) for task_id in args.task_id] if args.task_id else list(tasks)
     failed: list[tuple[str, str]] = []
-    for task in selected:  # one task's failure does not stop the others: all are reported at the end
+    for number, task in enumerate(selected, start=1):  # a failure does not stop the others: all are listed
+        count = f"[{number}/{len(selected)}]"
         try:
             prepared = prepare_environment(task, source)
         except GymSweError as error:
             failed.append((task.instance_id, str(error)))
-            print(f"{task.instance_id}: FAILED", flush=True)
+            print(f"{count} {task.instance_id}: FAILED ({str(error).splitlines()[0][:200]})", flush=True)
             continue
-        print(f"{task.instance_id}: ready (Python {prepared.python}, {prepared.path})", flush=True)
+        print(f"{count} {task.instance_id}: ready (Python {prepared.python}, {prepared.path})", flush=True)
     print(f"prepared {len(selected) - len(failed)}/{len(selected)} task(s) of {args.tasks!r}")
     for task_id, message in failed:
         print(f"\n{task_id}: {message}", file=sys.stderr)
@@ -72,7 +73,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from gym_swe.validate import print_table, validate
+    from gym_swe.validate import Progress, print_table, validate
 
     rows = validate(
         args.env,
@@ -82,6 +83,7 @@ def _validate(args: argparse.Namespace) -> int:
         repo_source=args.repo_source,
         task_ids=args.task_id,
         exclude_tests=args.exclude_test or (),
+        progress=Progress(),  # on stderr: the bar, the tasks in flight, each verdict as it lands
     )
     print_table(rows, verbose=args.verbose)
     if args.json:

@@ -3,16 +3,23 @@
 For SWEGym-v0 the fix is the gold patch and "without" the empty diff; for CodeDebug-v0 they are the
 canonical solution and the buggy one. Each is graded exactly as an episode's final state would be.
 
-A task that is not valid gets a ``problem``: what went wrong and what to do about it, in words (`advice`).
-Each row also holds every test's outcome under both grades and the tail of each test run's log.
+A task that is not valid gets a ``problem``: what went wrong and what to do about it, in words (`advice`),
+the likely cause first, so that its first line names it (the network a test reached for, the grader). The fix
+resolves its task by definition: a grader that rejects it is at fault (gym_swe's bug), never the fix, unless
+the fix does not apply to the checkout (the record's fault). Each row also holds every test's outcome under
+both grades and the tail of each test run's log. `Progress` shows the tasks in flight and each verdict as it
+lands.
 """
 
 from __future__ import annotations
 
+import sys
 import textwrap
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TextIO
 
 import gymnasium
 
@@ -26,6 +33,7 @@ from gym_swe.errors import (
     unknown_name,
 )
 from gym_swe.grading.base import Grade
+from gym_swe.tasks.environments import is_prepared, own_runner, prepare_environment
 
 ENVS = ("CodeDebug-v0", "SWEGym-v0")
 LOG_TAIL_CHARS = 6000
@@ -71,13 +79,19 @@ def with_advice(message: str, hint: str) -> str:
     return f"{message}\nWhat to do: {hint}" if "\n" in message else f"{message}. What to do: {hint}"
 
 
-def _grades(env: Any, task: Any) -> tuple[Grade, Grade]:
+def _grades(env: Any, task: Any, phase: Callable[[str], None]) -> tuple[Grade, Grade]:
     if env.spec.id == "SWEGym-v0":
-        return env.grade_diff(task, task.patch), env.grade_diff(task, "")
+        if env.sandbox_backend == "local" and not is_prepared(task):
+            phase("preparing its environment")  # the first grade prepares it: minutes, not seconds
+        phase("grading the fix")
+        fixed = env.grade_diff(task, task.patch)
+        phase("grading no fix")
+        return fixed, env.grade_diff(task, "")
     from gym_swe.grading.functions import grade_function
 
     grades = []
-    for code in (task.fixed_code, task.buggy_code):
+    for what, code in (("the fix", task.fixed_code), ("no fix", task.buggy_code)):
+        phase(f"grading {what}")
         with env.new_sandbox(task) as box:
             grades.append(grade_function(box, task, code, test_timeout=env.test_timeout,
                                          total_timeout=env.grade_timeout))  # fmt: skip
@@ -90,14 +104,13 @@ def diagnose(fixed: Grade, unfixed: Grade) -> str | None:
         message = fixed.error or unfixed.error or ""
         return with_advice(f"the grader failed: {message}", advice(message))
     if fixed.rejection:
-        return (
-            f"the fix was rejected: {fixed.rejection}. What to do: the gold patch must apply to the "
-            "prepared checkout and leave pytest's reporting alone: check the record's patch and the log (-v)."
-        )
+        return rejected_fix(fixed.rejection, fixed.log)
     if not fixed.resolved:
         failed = [f"{test.name} ({test.outcome})" for test in fixed.tests if not test.passed]
+        # The likely cause first: the verdict line and a reader both stop after the first few words.
+        cause = dropped_from_fix(fixed.log) or network_cause(fixed.log)
         return (
-            f"the fix does not resolve the task: {len(failed)} test(s) did not pass with it: "
+            f"the fix does not resolve the task{cause}: {len(failed)} test(s) did not pass with it: "
             f"{', '.join(failed)}. {EXCLUDE_HINT}"
         )
     if unfixed.resolved:
@@ -107,6 +120,85 @@ def diagnose(fixed: Grade, unfixed: Grade) -> str | None:
             "FAIL_TO_PASS and test_patch (and, with exclusions, that a test the fix repairs is left)."
         )
     return None
+
+
+def rejected_fix(rejection: str, log: str = "") -> str:
+    """What a rejected fix means. The fix is the task's own (the gold patch, the canonical solution): one
+    that does not apply is the record's fault; any other rejection is the grader refusing a fix that
+    resolves the task, which is gym_swe's (with what in ``log``, the grade's, shows why)."""
+    rejection = rejection.rstrip().rstrip(".")
+    if "does not apply" in rejection:
+        return (
+            f"the fix does not apply: {rejection}. What to do: the record's patch must apply to the prepared "
+            "checkout at base_commit: check the record's patch (and base_commit), and the log (-v)."
+        )
+    if "timed out" in rejection:
+        return (
+            f"the test run timed out with the fix ({rejection}). What to do: the task's tests take longer "
+            "here than the grader's timeout (the env's test_timeout): give them more time, or exclude the "
+            "slow tests (--exclude-test)."
+        )
+    detail = grader_detail(log)
+    if detail.startswith("the log ends: ") and detail[len("the log ends: ") :].rstrip("…") in rejection:
+        detail = ""  # the rejection names it already
+    return (
+        f"the grader rejected a fix that resolves the task ({rejection}{'; ' + detail if detail else ''}): "
+        "that is a gym_swe bug, not the task's. What to do: report it to gym_swe with the log from -v (or "
+        "--json's fix_log)."
+    )
+
+
+def grader_detail(log: str) -> str:
+    """What a grade's log shows of why the grader refused the fix: the decoys that passed or were missing
+    from the report, else the log's last line (the error that ended a run that wrote no
+    report); empty if none."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith("decoys that passed where their original passed: "):
+            decoys = line.split(": ", 1)[1].split("; ")
+            return f"decoys that passed: {'; '.join(decoys[:2])}{'; ...' if len(decoys) > 2 else ''}"
+        if line.startswith("decoys missing from the report: "):
+            return line[:300]
+    if lines and not lines[-1].startswith(("$ pytest", "[exit")):
+        last = lines[-1]
+        return f"the log ends: {last if len(last) <= 200 else last[:199] + '…'}"
+    return ""
+
+
+# Messages of the standard library, urllib3 and requests when a test reaches for a network the jail lacks.
+NETWORK_ERRORS = (
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "No address associated with hostname",
+    "getaddrinfo failed",
+    "nodename nor servname provided",
+    "Failed to establish a new connection",
+)
+
+
+def network_cause(log: str) -> str:
+    """A clause naming the network as the cause when the test run's log shows tests reaching for it (the
+    sandbox has none); empty otherwise."""
+    seen = [message for message in NETWORK_ERRORS if message in log]
+    if not seen:
+        return ""
+    return (
+        f" (its tests need the network, which the sandbox does not have: the log shows "
+        f"{' and '.join(repr(message) for message in seen[:2])})"
+    )
+
+
+def dropped_from_fix(log: str) -> str:
+    """A clause naming the parts of the fix the grader's diff filter dropped as protected paths, so that
+    the tests ran without them (a gym_swe bug if they need them); empty when it dropped none."""
+    dropped = [line[len("dropped ") :] for line in log.splitlines() if line.startswith("dropped ")]
+    if not dropped:
+        return ""
+    return (
+        f" (the grader dropped part of the fix as protected paths, {'; '.join(dropped[:3])}, and ran the "
+        "tests without it: if they need it, that is a gym_swe bug; report it with the log from -v)"
+    )
 
 
 def _outcomes(grade: Grade) -> dict[str, str]:
@@ -121,9 +213,12 @@ def validate(
     repo_source: str | None = None,
     task_ids: Sequence[str] | None = None,
     exclude_tests: Sequence[str] = (),
+    progress: Progress | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per task: whether the fix resolved it, the no-fix did not, why not, and each test's outcome
-    under both (``tests``), with the tail of each run's log (``fix_log``, ``no_fix_log``)."""
+    """One row per task, in the order of the source: whether the fix resolved it, the no-fix did not, why
+    not, and each test's outcome under both (``tests``), with the tail of each run's log (``fix_log``,
+    ``no_fix_log``). ``progress`` hears of each task as it starts, each step it takes, and its row as it
+    lands."""
     if env_id not in ENVS:
         raise ConfigError(unknown_name("env", env_id, ENVS))
     kwargs: dict[str, Any] = {"tasks": tasks, "sandbox": sandbox}
@@ -138,17 +233,26 @@ def validate(
         )
     env = gymnasium.make(env_id, **kwargs).unwrapped
     selected = [env.tasks.get(task_id) for task_id in task_ids] if task_ids else list(env.tasks)
+    progress = progress or Progress(file=None)
+
+    def reported(task: Any) -> dict[str, Any]:
+        done = row(task)
+        progress.done(done)  # here, in the task's thread: before the pool starts the next task
+        return done
 
     def row(task: Any) -> dict[str, Any]:
+        progress.phase(task.task_id, "starting")
         notes = {
             "dropped_ids": list(getattr(task, "dropped_ids", ())),
             "excluded_tests": list(getattr(task, "excluded_tests", ())),
         }
+        started = time.monotonic()
         try:
-            fixed, unfixed = _grades(env, task)
+            fixed, unfixed = _grades(env, task, lambda what: progress.phase(task.task_id, what))
         except GymSweError as error:
             return {"task_id": task.task_id, "ok": False, "error": str(error),
-                    "problem": with_advice(str(error), advice(error)), **notes}  # fmt: skip
+                    "problem": _problem(env, task, error), **notes,
+                    "seconds": round(time.monotonic() - started, 2)}  # fmt: skip
         problem = diagnose(fixed, unfixed)
         fix, no_fix = _outcomes(fixed), _outcomes(unfixed)
         return {
@@ -168,8 +272,97 @@ def validate(
             "seconds": round(fixed.duration + unfixed.duration, 2),
         }
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return list(pool.map(row, selected))
+    progress.start(len(selected))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            return list(pool.map(reported, selected))
+    finally:
+        progress.close()
+
+
+def _problem(env: Any, task: Any, error: GymSweError) -> str:
+    """What went wrong and what to do, for a grade that raised ``error``. A repository that is pytest itself
+    has no pytest in its venv but its own install, in the checkout: a grader that finds none there is
+    gym_swe's fault, and the problem says so."""
+    if "no usable pytest" in str(error) and env.spec.id == "SWEGym-v0" and env.sandbox_backend == "local":
+        try:
+            own = own_runner(task, prepare_environment(task, env.repo_source).checkout)
+        except GymSweError:
+            own = False
+        if own:
+            return with_advice(
+                f"the grader found no pytest outside the repository, which is pytest itself: its own install "
+                f"(the task's install commands) is the only pytest its venv has ({error})",
+                "gym_swe's grader must take pytest from the repository's own install there: a gym_swe bug, "
+                "not the task's; report it with the log from -v.",
+            )
+    return with_advice(str(error), advice(error))
+
+
+class Progress:
+    """What `gym-swe validate` shows as it goes, on stderr: a progress bar over the tasks with the tasks in
+    flight and what each is doing (preparing its environment, grading the fix, grading no fix), and each
+    task's verdict on a line of its own as it lands. ``file=None`` shows nothing."""
+
+    def __init__(self, file: TextIO | None = sys.stderr) -> None:
+        self.file = file
+        self.bar: Any = None
+        self.valid = self.failed = 0
+        self.in_flight: dict[str, str] = {}
+        self._lock = threading.Lock()  # tasks are graded in the pool's threads
+
+    def start(self, total: int) -> None:
+        if self.file is None:
+            return
+        from tqdm import tqdm
+
+        self.bar = tqdm(
+            total=total,
+            desc="validate",
+            file=self.file,
+            dynamic_ncols=True,
+            mininterval=0,  # a task takes seconds to minutes: draw every change
+            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} tasks [{elapsed}<{remaining}"
+            "{postfix}]",
+        )
+
+    def phase(self, task_id: str, what: str) -> None:
+        with self._lock:
+            self.in_flight[task_id] = what
+            self._draw()
+
+    def done(self, row: dict[str, Any]) -> None:
+        with self._lock:
+            self.in_flight.pop(row["task_id"], None)
+            self.valid += bool(row["ok"])
+            self.failed += not row["ok"]
+            if self.bar is not None:
+                self._draw(refresh=False)
+                self.bar.write(verdict_line(row), file=self.file)
+                self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def _draw(self, refresh: bool = True) -> None:
+        if self.bar is None:
+            return
+        flight = "; ".join(f"{task_id}: {what}" for task_id, what in self.in_flight.items())
+        counts = f"{self.valid} ok, {self.failed} FAILED"
+        self.bar.set_postfix_str(f"{counts}{' | ' + flight if flight else ''}", refresh=refresh)
+
+
+def verdict_line(row: dict[str, Any]) -> str:
+    """One line for a task that is done: its verdict, its counts and seconds, and what went wrong (the
+    problem up to its advice, which the report at the end gives in full)."""
+    counts = f"fix {row['fix_passed']}, no fix {row['no_fix_passed']}, " if "fix_passed" in row else ""
+    if row["ok"]:
+        return f"{row['task_id']}: ok ({counts}{row.get('seconds', 0)} s)"
+    problem = (row.get("problem") or "").split("What to do:")[0].strip().splitlines() or [""]
+    what = problem[0] if len(problem[0]) <= 300 else problem[0][:299] + "…"
+    return f"{row['task_id']}: FAILED ({counts}{row.get('seconds', 0)} s): {what}"
 
 
 def print_table(rows: list[dict[str, Any]], verbose: bool = False) -> None:

@@ -5,14 +5,18 @@
 - the interpreter ``environment.python`` names (`interpreters.find_interpreter`); one installed outside
   ``/usr`` has its prefix bound read-only into every jail of the task: here, in episodes and in grading;
 - a venv made from it *without* the system's site-packages, holding exactly the task's requirements and a
-  pinned pytest (`Environment.pytest_requirement`); pip's downloads are cached under the gym_swe cache
+  pinned pytest (`Environment.pytest_requirement`), except where the repository *is* pytest (`is_pytest`)
+  and its install commands put it in the venv: its own install is then its runner, and a pinned pytest
+  beside its old pluggy could not be installed anyway; pip's downloads are cached under the gym_swe cache
   (``GYM_SWE_PIP_CACHE`` to put them elsewhere), so a second environment costs no download;
 - the task's install commands, run in a copy of the pristine checkout that is kept: what they build
   (setuptools_scm's ``_version.py``, ``*.egg-info``, in-place extensions) is part of the *prepared
   checkout*, which episodes and grading use as their copy-on-write lower layer. The agent's changes are
   taken against that same tree, so generated files are never the agent's changes (and ``*.egg-info`` stays a
   protected path). Git is told to ignore the generated files (``.git/info/exclude``) so ``git status`` in an
-  episode shows the agent's work only.
+  episode shows the agent's work only. They can run `gym_swe.tasks.conda_env`, which the jail shows at its
+  ``JAIL_PATH``, to read a conda environment file as pip requirements, and read the repository's files at
+  the record's environment_setup_commit at ``SETUP_COMMIT_TREE`` (read-only; there when a command names it).
 
 Tasks without install commands share one venv per environment key and use their pristine checkout as it is;
 with install commands, what is built depends on the commit, so each task gets its own. Episodes bind the venv
@@ -21,25 +25,35 @@ read-only at the same path and put its ``bin`` first on PATH, so reset never cop
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import json
 import logging
 import os
+import re
 import shlex
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gym_swe.errors import TaskError
 from gym_swe.sandbox.local import DEFAULT_PATH, LocalSandbox
+from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
+from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
 from gym_swe.tasks.interpreters import Interpreter, find_interpreter
-from gym_swe.tasks.repos import RepoSource, cache_root, checkout, file_lock, git, safe_name
+from gym_swe.tasks.repos import RepoSource, cache_root, checkout, file_lock, git, mirror, safe_name
 from gym_swe.tasks.swe import SWETask
 
 logger = logging.getLogger("gym_swe")
 PREPARE_TIMEOUT = 3600
 METADATA = "environment.json"
+CONDA_ENV_SCRIPT = Path(__file__).with_name("conda_env.py")
+# A project's declared name without running anything: setup.py's literal ``name="..."`` (older projects
+# declare it nowhere else), and pyproject.toml's [project] name where tomllib is missing (Python 3.10).
+SETUP_PY_NAME = re.compile(r"""\bname\s*=\s*['"]([A-Za-z0-9][A-Za-z0-9._-]*)['"]""")
+PYPROJECT_NAME = re.compile(r"""^\[project\][^\[]*?^name\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -97,7 +111,7 @@ def prepare_environment(task: SWETask, source: RepoSource | None = None) -> Prep
         with file_lock(root.with_name(root.name + ".lock")):
             if not is_prepared(task):
                 try:
-                    _build(task, root, pristine)
+                    _build(task, root, pristine, source or RepoSource())
                 except BaseException:
                     shutil.rmtree(root, ignore_errors=True)
                     raise
@@ -117,7 +131,7 @@ def prepare_environment(task: SWETask, source: RepoSource | None = None) -> Prep
     )
 
 
-def _build(task: SWETask, root: Path, pristine: Path) -> None:
+def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> None:
     spec = task.environment
     interpreter = find_interpreter(spec.python)
     shutil.rmtree(root, ignore_errors=True)
@@ -129,6 +143,10 @@ def _build(task: SWETask, root: Path, pristine: Path) -> None:
                 ".".join(map(str, interpreter.version)), root)  # fmt: skip
     requirements = list(spec.packages)
     pin = spec.pytest_requirement(interpreter.version[:2])
+    if pin and own_runner(task, pristine):
+        logger.info("%s: the repository is pytest, installed by the task's own commands: no %s is added",
+                    task.instance_id, pin)  # fmt: skip
+        pin = None
     if pin:
         requirements.append(pin)
     pip = f"{venv}/bin/python -m pip install --disable-pip-version-check --no-input --quiet"
@@ -141,6 +159,9 @@ def _build(task: SWETask, root: Path, pristine: Path) -> None:
         rw_binds[str(testbed)] = "/testbed"
         commands += [f"cd /testbed && {command}" for command in spec.install]
     ro_binds = {interpreter.prefix: interpreter.prefix} if interpreter.prefix else {}
+    ro_binds[str(CONDA_ENV_SCRIPT)] = CONDA_ENV_JAIL_PATH  # for install commands made from a conda file
+    if any(SETUP_COMMIT_TREE in command for command in spec.install):
+        ro_binds[str(_setup_commit_tree(task, root, source))] = SETUP_COMMIT_TREE
     env = {**environment_variables(venv, spec.variables), "PIP_CACHE_DIR": str(cache)}
     jail = LocalSandbox(workdir="/testbed", network=True, ro_binds=ro_binds, rw_binds=rw_binds, env=env)
     with jail:
@@ -153,7 +174,75 @@ def _build(task: SWETask, root: Path, pristine: Path) -> None:
                 )
     if spec.install:
         _ignore_generated(testbed)
+    shutil.rmtree(root / "setup-commit", ignore_errors=True)
     _write_metadata(root, interpreter, requirements)
+
+
+def _setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:
+    """The repository's files at the record's environment_setup_commit (SWE-bench reads a version's
+    requirements and conda files there; they may not exist yet at an older base_commit), for install
+    commands that read them at `SETUP_COMMIT_TREE`; removed once the environment is built. Without an
+    environment_setup_commit, the base commit's files."""
+    tree = root / "setup-commit"
+    tree.mkdir(parents=True, exist_ok=True)
+    commit = task.environment_setup_commit or task.base_commit
+    origin = mirror(task.repo, source)
+    try:
+        archive = subprocess.run(["git", "--git-dir", str(origin), "archive", "--format=tar", commit],
+                                 capture_output=True, check=True).stdout  # fmt: skip
+    except subprocess.CalledProcessError as error:
+        raise TaskError(
+            f"{task.instance_id}: its environment_setup_commit {commit} is not in the mirror of {task.repo} "
+            f"({origin}): update the mirror (git fetch) or check the record. git said: "
+            f"{error.stderr.decode(errors='replace').strip()[-500:]}"
+        ) from None
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, capture_output=True, check=True)
+    return tree
+
+
+def project_name(tree: Path) -> str | None:
+    """The distribution name the project at ``tree`` declares (pyproject.toml's ``[project] name``, then
+    setup.cfg's ``[metadata] name``, then a literal ``name=`` in setup.py), normalized as pip does; None
+    when it declares none that can be read without running anything."""
+    names: list[str] = []
+    try:
+        text = (tree / "pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    try:
+        import tomllib  # Python >= 3.11
+
+        project = tomllib.loads(text).get("project", {})
+        names.append(project.get("name", "") if isinstance(project, dict) else "")
+    except ImportError:
+        found = PYPROJECT_NAME.search(text)
+        names.append(found.group(1) if found else "")
+    except ValueError:
+        pass
+    config = configparser.RawConfigParser()
+    try:
+        config.read(tree / "setup.cfg", encoding="utf-8")
+        names.append(config.get("metadata", "name", fallback=""))
+    except (configparser.Error, UnicodeDecodeError):
+        pass
+    try:
+        found = SETUP_PY_NAME.search((tree / "setup.py").read_text(encoding="utf-8", errors="replace"))
+        names.append(found.group(1) if found else "")
+    except OSError:
+        pass
+    name = next((name for name in names if isinstance(name, str) and name.strip()), None)
+    return re.sub(r"[-_.]+", "-", name.strip()).lower() if name else None
+
+
+def is_pytest(tree: Path) -> bool:
+    """Whether the project at ``tree`` is pytest itself (pytest-dev/pytest, or a fork of it)."""
+    return project_name(tree) == "pytest"
+
+
+def own_runner(task: SWETask, tree: Path) -> bool:
+    """Whether ``task``'s repository (checked out at ``tree``) is pytest and its own install, by the task's
+    install commands, is its runner: its venv then gets no pinned pytest."""
+    return bool(task.environment.install) and is_pytest(tree)
 
 
 def _ignore_generated(testbed: Path) -> None:

@@ -18,19 +18,43 @@ import runpy
 import shlex
 from collections.abc import Mapping
 from importlib import metadata
-from typing import Any
+from typing import Any, NamedTuple
+
+from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
+from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
 
 logger = logging.getLogger("gym_swe")
 TABLE_FILES = ("swebench/harness/constants/python.py", "swebench/harness/constants.py")
 TABLE_NAMES = ("MAP_REPO_VERSION_TO_SPECS_PY", "MAP_REPO_VERSION_TO_SPECS")
 # Commands of pre_install that cannot run in a jail without root (system packages): left out, with a note.
 SYSTEM_COMMANDS = ("apt-get", "apt ", "conda ", "sudo ")
+# SWE-bench's tables leave many dependencies unpinned, as they were on PyPI when its environments were built
+# (2024). Releases since then that break a repository's older versions get a pin here, added to the
+# environment's packages (installed before the repository, so its own install keeps them): by repository,
+# (the first version that does not need it, the pin, why).
+LATER_RELEASES: dict[str, tuple[tuple[tuple[int, ...], str, str], ...]] = {
+    "sphinx-doc/sphinx": (
+        ((4, 0), "docutils<0.22",
+         "docutils 0.22 (2025) dropped docutils.utils.roman, which sphinx.writers.latex imports before 4.0, "
+         "where setup.py leaves docutils unbounded"),
+    ),
+}  # fmt: skip
+
+
+class SwebenchTables(NamedTuple):
+    """What gym_swe reads from swebench's table file."""
+
+    specs: Mapping[str, Any]
+    """Specs by repository and version (``MAP_REPO_VERSION_TO_SPECS``)."""
+    requirement_paths: Mapping[str, Any]
+    """Where each repository keeps its requirements file (``MAP_REPO_TO_REQS_PATHS``)."""
+    environment_paths: Mapping[str, Any]
+    """Where each repository keeps its conda environment file (``MAP_REPO_TO_ENV_YML_PATHS``)."""
 
 
 @functools.lru_cache(maxsize=1)
-def swebench_tables() -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
-    """(specs by repository and version, requirements paths by repository) of the installed swebench, or
-    None when it is not installed or ships no tables."""
+def swebench_tables() -> SwebenchTables | None:
+    """The tables of the installed swebench, or None when it is not installed or ships none."""
     try:
         distribution = metadata.distribution("swebench")
     except metadata.PackageNotFoundError:
@@ -42,7 +66,11 @@ def swebench_tables() -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
         namespace = runpy.run_path(str(path))  # a module of constants: dicts and strings
         for table in TABLE_NAMES:
             if isinstance(namespace.get(table), Mapping):
-                return namespace[table], namespace.get("MAP_REPO_TO_REQS_PATHS", {})
+                return SwebenchTables(
+                    namespace[table],
+                    namespace.get("MAP_REPO_TO_REQS_PATHS", {}),
+                    namespace.get("MAP_REPO_TO_ENV_YML_PATHS", {}),
+                )
     return None
 
 
@@ -58,16 +86,31 @@ def _swebench_environment(repo: str, version: str) -> dict[str, Any] | None:
     tables = swebench_tables()
     if tables is None or not version:
         return None
-    specs, requirement_paths = tables
-    spec = specs.get(repo, {}).get(version)
+    spec = tables.specs.get(repo, {}).get(version)
     if not isinstance(spec, Mapping):
         return None
-    return environment_from_spec(spec, requirement_paths.get(repo, ()), f"{repo} {version}")
+    environment = environment_from_spec(spec, tables.requirement_paths.get(repo, ()), f"{repo} {version}",
+                                        tables.environment_paths.get(repo, ()))  # fmt: skip
+    environment["packages"] += later_release_pins(repo, version)
+    return environment
 
 
-def environment_from_spec(spec: Mapping[str, Any], requirement_paths: Any, name: str) -> dict[str, Any]:
+def later_release_pins(repo: str, version: str) -> list[str]:
+    """The pins of `LATER_RELEASES` that apply to ``repo`` at ``version``."""
+    try:
+        wanted = tuple(int(part) for part in version.split("."))
+    except ValueError:
+        return []
+    return [pin for before, pin, _ in LATER_RELEASES.get(repo, ()) if wanted < before]
+
+
+def environment_from_spec(
+    spec: Mapping[str, Any], requirement_paths: Any, name: str, environment_paths: Any = ()
+) -> dict[str, Any]:
     """Translate one SWE-bench spec into gym_swe's ``environment`` fields (see `Environment`), keeping
-    SWE-bench's order: requirements file, pip_packages, pre_install, install."""
+    SWE-bench's order: requirements file or conda environment file, pip_packages, pre_install, install.
+    ``requirement_paths`` and ``environment_paths``: where the repository keeps its requirements file and
+    its conda environment file (swebench's ``MAP_REPO_TO_REQS_PATHS`` and ``MAP_REPO_TO_ENV_YML_PATHS``)."""
     packages: list[str] = []
     install: list[str] = []
     pip_packages = [str(package) for package in spec.get("pip_packages") or ()]
@@ -80,12 +123,22 @@ def environment_from_spec(spec: Mapping[str, Any], requirement_paths: Any, name:
         )
         if pip_packages:
             install.append("python -m pip install " + " ".join(shlex.quote(p) for p in pip_packages))
+    elif listed == "environment.yml":
+        # SWE-bench makes a conda env from the repository's environment file at environment_setup_commit,
+        # then pip-installs pip_packages over it. Here that file (else the checkout's) is translated into pip
+        # requirements (`conda_env`) and installed in one pip run with the pins, so that the resolver keeps
+        # the pins and picks versions of the rest that go with them. The pins also go into the venv first,
+        # as `packages` (a pinned pytest among them stands in for gym_swe's own).
+        paths = " ".join(shlex.quote(f"{SETUP_COMMIT_TREE}/{path}") for path in environment_paths)
+        paths += "".join(" " + shlex.quote(path) for path in environment_paths)
+        pins = "".join(" " + shlex.quote(p) for p in pip_packages)
+        install.append(
+            f"python {CONDA_ENV_JAIL_PATH} {paths} > /tmp/conda-requirements.txt && "
+            f"python -m pip install -r /tmp/conda-requirements.txt{pins}"
+        )
+        packages += pip_packages
     else:
-        if listed == "environment.yml":
-            # Logged quietly: loading a whole dataset would print it for every such repository.
-            logger.debug("%s: swebench sets it up from a conda environment.yml, which gym_swe cannot use; "
-                         "give the record an 'environment' field", name)  # fmt: skip
-        elif listed:
+        if listed:
             packages += listed.split()
         packages += pip_packages
     for command in spec.get("pre_install") or ():

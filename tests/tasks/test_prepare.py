@@ -11,18 +11,22 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import gymnasium
 import pytest
 
 import gym_swe  # noqa: F401
-from gym_swe.errors import TaskError
-from gym_swe.tasks.environments import prepare_environment
+from gym_swe.errors import GradingError, TaskError
+from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
+from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
+from gym_swe.tasks.environments import PYPROJECT_NAME, is_pytest, prepare_environment, project_name
 from gym_swe.tasks.interpreters import find_interpreter
 from gym_swe.tasks.repos import RepoSource, checkout
 from gym_swe.tasks.swe import load_swe_tasks
+from gym_swe.validate import _problem
 from tests.conftest import require_bwrap
-from tests.tasks.local_repos import World, git, record, verpkg_world, write_records
+from tests.tasks.local_repos import World, git, record, verpkg_world, write, write_records
 
 SUBMIT = '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
 
@@ -158,3 +162,127 @@ def test_env_defaults_to_the_records_version_and_can_be_set(tmp_path: Path, worl
     assert tasks.get("a").environment.variables == {"SETUPTOOLS_SCM_PRETEND_VERSION": "1.4"}
     assert tasks.get("b").environment.variables == {"SETUPTOOLS_SCM_PRETEND_VERSION": "9.9", "LANG": "C"}
     assert tasks.get("c").environment.variables == {}
+
+
+# -- a repository that is pytest itself ---------------------------------------------------------------------
+OWN_RUNNER_SETUP = """from setuptools import setup
+
+setup(name="pytest", version="4.4.0", packages=["verpkg"], package_dir={"": "src"})
+"""
+
+
+@pytest.mark.parametrize(("files", "name"), [
+    ({"pyproject.toml": '[build-system]\nrequires = ["x"]\n\n[project]\nname = "Py_Test.kit"\n'}, "py-test-kit"),
+    ({"setup.cfg": "[metadata]\nname = pytest\nversion = 4\n"}, "pytest"),
+    ({"setup.py": OWN_RUNNER_SETUP}, "pytest"),
+    ({"setup.py": "from setuptools import setup\nsetup(name=about['__title__'])\n"}, None),
+    # pyproject.toml first, then setup.cfg, then setup.py
+    ({"pyproject.toml": '[project]\nname = "a"\n', "setup.cfg": "[metadata]\nname = b\n"}, "a"),
+    ({"pyproject.toml": "[tool.black]\nline-length = 99\n", "setup.cfg": "[metadata]\nname = b\n",
+      "setup.py": OWN_RUNNER_SETUP}, "b"),
+    ({}, None),
+])  # fmt: skip
+def test_a_projects_name_is_read_without_running_it(tmp_path: Path, files: dict, name: str | None) -> None:
+    for path, text in files.items():
+        (tmp_path / path).write_text(text)
+    assert project_name(tmp_path) == name
+    assert is_pytest(tmp_path) == (name == "pytest")
+
+
+def test_pyprojects_name_is_found_without_tomllib() -> None:
+    """Python 3.10 has no tomllib: a pattern reads [project] name there."""
+    text = '[build-system]\nrequires = ["setuptools"]\n\n[project]\ndescription = "x"\nname = "pytest"\n'
+    found = PYPROJECT_NAME.search(text)
+    assert found and found.group(1) == "pytest"
+    assert PYPROJECT_NAME.search('[tool.x]\nname = "pytest"\n') is None
+
+
+def test_a_repository_that_is_pytest_gets_no_pinned_pytest(world: World, tmp_path: Path) -> None:
+    """pytest-dev/pytest at SWE-bench's versions needs its old pluggy, which no pinned pytest installs
+    beside: its own install is its runner. Without install commands the pin stays (nothing else would be
+    the runner)."""
+    work = tmp_path / "pytest-work"
+    work.mkdir()
+    git(work, "init", "-q")
+    write(work, {"setup.py": OWN_RUNNER_SETUP, "src/verpkg/__init__.py": "def add(a, b):\n    return a - b\n",
+                 "tests/test_pkg.py": "def test_nothing():\n    pass\n"})  # fmt: skip
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "a pytest")
+    base = git(work, "rev-parse", "HEAD").strip()
+    mirrors = tmp_path / "mirrors"
+    subprocess.run(
+        ["git", "clone", "-q", "--mirror", str(work), str(mirrors / "acme__pytest.git")], check=True
+    )
+    rows = [
+        record("own-runner", base, "", "", repo="acme/pytest", version="4.4",
+               environment={"packages": ["pluggy==0.13.1"],
+                            "install": ["pip install --no-build-isolation --no-deps -e ."]}),
+        record("not-installed", base, "", "", repo="acme/pytest", version="4.4",
+               environment={}),
+    ]  # fmt: skip
+    tasks = load_swe_tasks(str(write_records(tmp_path / "tasks.jsonl", rows)))
+    prepared = prepare_environment(tasks.get("own-runner"), RepoSource(mirrors))
+    meta = json.loads((prepared.path / "environment.json").read_text())
+    assert meta["requirements"] == ["pluggy==0.13.1"]
+    # The repository's own install is the venv's pytest, beside its old pluggy; no other pytest is there.
+    site = {path.name for path in prepared.venv.glob("lib/python3*/site-packages/*")}
+    assert "pluggy-0.13.1.dist-info" in site and "pytest-8.3.5.dist-info" not in site, site
+    assert "pytest.egg-link" in site or "pytest-4.4.0.dist-info" in site, site  # as pip installs -e
+    prepared = prepare_environment(tasks.get("not-installed"), RepoSource(mirrors))
+    meta = json.loads((prepared.path / "environment.json").read_text())
+    assert [r for r in meta["requirements"] if r.startswith("pytest==")], meta["requirements"]
+    # A grader that looks for pytest outside such a repository finds none: validate blames the grader.
+    stand_in = SimpleNamespace(spec=SimpleNamespace(id="SWEGym-v0"), sandbox_backend="local",
+                               repo_source=RepoSource(mirrors))  # fmt: skip
+    error = GradingError(
+        "the task's environment has no usable pytest: ModuleNotFoundError: No module named 'pytest'"
+    )
+    problem = _problem(stand_in, tasks.get("own-runner"), error)
+    assert problem.startswith("the grader found no pytest outside the repository, which is pytest itself")
+    assert "a gym_swe bug" in problem and "environment.packages" not in problem
+    assert "environment.packages" in _problem(stand_in, tasks.get("not-installed"), error)  # a plain venv
+
+
+# -- a conda environment file, read at the environment_setup_commit -----------------------------------------
+def test_install_commands_read_the_conda_file_of_the_environment_setup_commit(
+    world: World, tmp_path: Path
+) -> None:
+    """SWE-bench reads a version's conda file at its environment_setup_commit, which can come after an older
+    base_commit (xarray 0.12's tasks predate ci/requirements/environment.yml): the prepare jail shows that
+    commit's tree read-only at SETUP_COMMIT_TREE, and conda_env reads the file there as pip requirements."""
+    work = tmp_path / "work"
+    work.mkdir()
+    git(work, "init", "-q")
+    write(work, {"README": "old\n"})
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "base")
+    base = git(work, "rev-parse", "HEAD").strip()
+    write(
+        work,
+        {
+            "ci/requirements/environment.yml": "dependencies:\n  - hdf5\n  - dask-core=2022.8\n  - numpy<1.24\n"
+        },
+    )
+    git(work, "add", "-A")
+    git(work, "commit", "-qm", "the environment of the version")
+    setup = git(work, "rev-parse", "HEAD").strip()
+    mirrors = tmp_path / "mirrors"
+    subprocess.run(
+        ["git", "clone", "-q", "--mirror", str(work), str(mirrors / "acme__condapkg.git")], check=True
+    )
+    files = f"{SETUP_COMMIT_TREE}/ci/requirements/environment.yml ci/requirements/environment.yml"
+    check = f'python {CONDA_ENV_JAIL_PATH} {files} > /tmp/r.txt && test "$(cat /tmp/r.txt)" = "$(printf \'dask==2022.8\\nnumpy<1.24\')"'
+    rows = [record("conda", base, "", "", repo="acme/condapkg", environment_setup_commit=setup,
+                   environment={"install": [check, f"test -f {SETUP_COMMIT_TREE}/README && ! touch {SETUP_COMMIT_TREE}/x"]})]  # fmt: skip
+    task = load_swe_tasks(str(write_records(tmp_path / "tasks.jsonl", rows))).get("conda")
+    prepared = prepare_environment(task, RepoSource(mirrors))  # fails if the install commands fail
+    assert not (prepared.checkout / "ci").exists()  # the checkout stops at base_commit
+    assert not (prepared.path / "setup-commit").exists()  # the tree was for preparing only
+    # Without the later commit in the mirror, preparing says so.
+    rows[0]["environment_setup_commit"] = "0" * 40
+    rows[0]["instance_id"] = "conda-unknown-commit"
+    task = load_swe_tasks(str(write_records(tmp_path / "tasks2.jsonl", rows))).get("conda-unknown-commit")
+    with pytest.raises(
+        TaskError, match=r"environment_setup_commit 0{40} is not in the mirror of acme/condapkg"
+    ):
+        prepare_environment(task, RepoSource(mirrors))

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from gym_swe.tasks import swebench_specs
+from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
+from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
 from gym_swe.tasks.swe import load_swe_tasks
-from gym_swe.tasks.swebench_specs import environment_from_spec
+from gym_swe.tasks.swebench_specs import environment_from_spec, later_release_pins
 
 SWEBENCH = "swebench==4.1.0"  # the last series that ships MAP_REPO_VERSION_TO_SPECS
 
@@ -31,6 +33,27 @@ SWEBENCH = "swebench==4.1.0"  # the last series that ships MAP_REPO_VERSION_TO_S
 ])  # fmt: skip
 def test_a_swebench_spec_becomes_an_environment(spec: dict, expected: dict) -> None:
     assert environment_from_spec(spec, ["requirements/dev.txt"], "x") == expected
+
+
+def test_a_conda_environment_file_becomes_pip_requirements_installed_with_the_pins() -> None:
+    """SWE-bench's xarray setup (a conda env from the repository's environment.yml, then pip_packages):
+    the file is read by `conda_env` in the prepare jail and installed in one pip run with the pins."""
+    spec = {"python": "3.10", "packages": "environment.yml", "install": "python -m pip install -e .",
+            "pip_packages": ["numpy==1.23.0", "pytest==7.4.0"], "no_use_env": True}  # fmt: skip
+    environment = environment_from_spec(spec, (), "pydata/xarray 0.12", ["ci/requirements/environment.yml",
+                                                                        "environment.yml"])  # fmt: skip
+    assert environment == {
+        "python": "3.10",
+        "packages": ["numpy==1.23.0", "pytest==7.4.0"],
+        "install": [
+            f"python {CONDA_ENV_JAIL_PATH} {SETUP_COMMIT_TREE}/ci/requirements/environment.yml "
+            f"{SETUP_COMMIT_TREE}/environment.yml ci/requirements/environment.yml environment.yml "
+            "> /tmp/conda-requirements.txt && python -m pip install -r /tmp/conda-requirements.txt "
+            "numpy==1.23.0 pytest==7.4.0",
+            "python -m pip install -e .",
+        ],
+        "env": {},
+    }
 
 
 @pytest.fixture
@@ -62,6 +85,10 @@ def test_records_without_an_environment_take_swebenchs(swebench_installed, share
     pytest_task = tasks.get("pytest-dev__pytest-5227").environment
     assert pytest_task.python == "3.9" and "pluggy==0.13.1" in pytest_task.packages
     assert pytest_task.variables["SETUPTOOLS_SCM_PRETEND_VERSION"] == "4.4"
+    xarray = tasks.get("pydata__xarray-4094").environment  # set up by SWE-bench from a conda file
+    assert xarray.python == "3.10" and "numpy==1.23.0" in xarray.packages
+    assert xarray.install[0].startswith(f"python {CONDA_ENV_JAIL_PATH} {SETUP_COMMIT_TREE}/ci/requirements/")
+    assert xarray.install[-1] == "python -m pip install -e ."
     assert "swebench" not in sys.modules
 
 
@@ -74,3 +101,15 @@ def test_without_swebench_records_keep_the_defaults(shared_data: Path, monkeypat
         task = tasks.get("pallets__flask-4992")
     clear()
     assert task.environment.python == "python3" and task.environment.install == ()
+
+
+@pytest.mark.parametrize(("repo", "version", "pins"), [
+    ("sphinx-doc/sphinx", "3.5", ["docutils<0.22"]),
+    ("sphinx-doc/sphinx", "1.6", ["docutils<0.22"]),
+    ("sphinx-doc/sphinx", "4.0", []),
+    ("sphinx-doc/sphinx", "7.2", []),
+    ("pallets/flask", "2.0", []),
+    ("sphinx-doc/sphinx", "not-a-version", []),
+])  # fmt: skip
+def test_later_releases_that_break_old_versions_are_pinned_out(repo: str, version: str, pins: list) -> None:
+    assert later_release_pins(repo, version) == pins

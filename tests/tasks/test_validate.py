@@ -4,6 +4,7 @@ report has every test's outcome and the log tails."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import re
@@ -13,7 +14,10 @@ from pathlib import Path
 import pytest
 
 from gym_swe.cli import main
+from gym_swe.grading.base import Grade
+from gym_swe.grading.base import TestResult as Outcome
 from gym_swe.tasks.swe import load_swe_tasks
+from gym_swe.validate import Progress, diagnose, validate
 from tests.conftest import require_bwrap
 from tests.tasks.local_repos import World, record, verpkg_world, write_records
 
@@ -84,6 +88,8 @@ def test_a_failing_test_under_the_fix_is_named_with_what_to_do(report: dict) -> 
     assert not row["ok"] and row["fix_resolved"] is False
     assert row["fix_failed"] == [NETWORK_TEST]
     assert f"{NETWORK_TEST} (failed)" in row["problem"] and "--exclude-test" in row["problem"]
+    # The cause comes first, named from the log: the test reached for a network the jail does not have.
+    assert row["problem"].startswith("the fix does not resolve the task (its tests need the network")
     excluded = report["rows"]["network-excluded"]
     assert excluded["ok"] and excluded["excluded_tests"] == [NETWORK_TEST]
     assert NETWORK_TEST not in excluded["tests"]
@@ -147,10 +153,80 @@ def test_prepare_goes_past_failing_tasks_and_reports_them_all(world: World, caps
                  "--task-id", "no-mirror", "--task-id", "no-python", "--task-id", "valid"])  # fmt: skip
     captured = capsys.readouterr()
     assert code == 1
-    assert "prepared 1/3 task(s)" in captured.out and "valid: ready (Python " in captured.out
+    assert "prepared 1/3 task(s)" in captured.out and "[3/3] valid: ready (Python " in captured.out
+    assert "[1/3] no-mirror: FAILED (no mirror of 'acme/other' in" in captured.out  # as it happens, in short
     assert "no-mirror: no mirror of 'acme/other'" in captured.err
     assert "no-python: Python 2.1 is not available here" in captured.err
     code = main(
         ["prepare", "--tasks", str(records), "--repo-source", str(world.mirrors), "--task-id", "valid"]
     )
     assert code == 0 and "prepared 1/1" in capsys.readouterr().out
+
+
+def test_validate_shows_each_task_in_flight_and_its_verdict_as_it_lands(world: World, records: Path) -> None:
+    shown = io.StringIO()
+    rows = validate("SWEGym-v0", tasks=str(records), repo_source=str(world.mirrors), workers=1,
+                    task_ids=["valid", "needs-network", "no-mirror"], progress=Progress(file=shown))  # fmt: skip
+    assert [row["task_id"] for row in rows] == ["valid", "needs-network", "no-mirror"]  # the source's order
+    text = shown.getvalue()
+    assert "3/3 tasks" in text and "2 FAILED" in text
+    assert "valid: grading the fix" in text and "valid: grading no fix" in text  # what is in flight
+    lines = [line.strip() for line in text.replace("\r", "\n").splitlines()]
+    verdicts = [line for line in lines if re.match(r"[\w-]+: (ok|FAILED) \(", line)]
+    assert len(verdicts) == 3, verdicts
+    assert re.fullmatch(r"valid: ok \(fix 4/4, no fix 3/4, [\d.]+ s\)", verdicts[0])
+    assert re.fullmatch(r"needs-network: FAILED \(fix 4/5, no fix 3/5, [\d.]+ s\): the fix does not resolve "
+                        r"the task \(its tests need the network.*", verdicts[1])  # fmt: skip
+    assert re.fullmatch(r"no-mirror: FAILED \([\d.]+ s\): no mirror of 'acme/other' in \S+.*", verdicts[2])
+    assert "What to do" not in "".join(verdicts)  # the advice is in the report at the end
+
+
+def grade(rejection: str | None = None, resolved: bool = False, log: str = "") -> Grade:
+    tests = (Outcome("tests/test_a.py::test_a", "passed" if resolved else "failed"),)
+    return Grade(tests=tests, resolved=resolved, reward=float(resolved), rejection=rejection, log=log)
+
+
+@pytest.mark.parametrize(("fixed", "says", "blames"), [
+    (grade("the agent's diff does not apply: error: patch failed: src/a.py:3"),
+     "the fix does not apply: the agent's diff does not apply: error: patch failed: src/a.py:3.",
+     "check the record's patch"),
+    (grade("the test run cannot be trusted: its report leaves out decoys the grader planted"),
+     "the grader rejected a fix that resolves the task (the test run cannot be trusted: ",
+     "gym_swe bug, not the task's"),
+    (grade("the test run wrote no readable report (Malformed JUnit XML report)"),
+     "the grader rejected a fix that resolves the task (the test run wrote no readable report",
+     "report it to gym_swe with the log from -v"),
+    # What the log shows of why is named: the decoys missing or that passed, the error that ended the run.
+    (grade("the test run cannot be trusted", log="decoys missing from the report: t.py::T::test_x"),
+     "the grader rejected a fix that resolves the task (the test run cannot be trusted; decoys missing from "
+     "the report: t.py::T::test_x)", "gym_swe bug"),
+    (grade("the test run cannot be trusted: a decoy the grader planted passed",
+           log="decoys that passed where their original passed: t.py::test_a; t.py::test_b; t.py::test_c"),
+     "the grader rejected a fix that resolves the task (the test run cannot be trusted: a decoy the grader "
+     "planted passed; decoys that passed: t.py::test_a; t.py::test_b; ...)", "gym_swe bug"),
+    (grade("the test run wrote no readable report (exit 1: KeyError: 'x')", log="[exit 1]\nKeyError: 'x'"),
+     "the grader rejected a fix that resolves the task (the test run wrote no readable report (exit 1: "
+     "KeyError: 'x')): that is a gym_swe bug", "gym_swe bug"),
+    (grade("the test run wrote no readable report ([Errno 2] No such file)", log="$ pytest -p x\n[exit 1]\n"
+           "  raise\npytest.PytestAssertRewriteWarning: Module already imported so cannot be rewritten: xdist"),
+     "the grader rejected a fix that resolves the task (the test run wrote no readable report ([Errno 2] No "
+     "such file); the log ends: pytest.PytestAssertRewriteWarning: Module already imported so cannot be "
+     "rewritten: xdist)", "gym_swe bug"),
+    (grade("the test run timed out"), "the test run timed out with the fix", "give them more time"),
+    (grade(log="E   socket.gaierror: [Errno -3] Temporary failure in name resolution"),
+     "the fix does not resolve the task (its tests need the network, which the sandbox does not have: the "
+     "log shows 'Temporary failure in name resolution'): 1 test(s) did not pass with it",
+     "--exclude-test"),
+    (grade(log="agent diff: 1 file(s) kept: src/a.py\ndropped setup.cfg: test configuration"),
+     "the fix does not resolve the task (the grader dropped part of the fix as protected paths, setup.cfg: "
+     "test configuration, and ran the tests without it", "if they need it, that is a gym_swe bug"),
+    (grade(log="E   assert 1 == 2"), "the fix does not resolve the task: 1 test(s) did not pass with it: "
+     "tests/test_a.py::test_a (failed).", "fix the task's environment"),
+])  # fmt: skip
+def test_a_rejected_or_failing_fix_is_blamed_on_what_caused_it(fixed: Grade, says: str, blames: str) -> None:
+    problem = diagnose(fixed, grade())
+    assert problem is not None and "\n" not in problem  # one line
+    assert problem.startswith(says), problem
+    assert blames in problem.split("What to do:")[-1] or blames in problem, problem
+    if "does not apply" not in says:
+        assert "the gold patch must" not in problem and "leave pytest's reporting alone" not in problem
