@@ -10,10 +10,11 @@ from typing import Any
 
 from gym_swe.envs.base import ToolEnv, system_prompt
 from gym_swe.errors import ConfigError, unknown_name
+from gym_swe.grading import seals
 from gym_swe.grading.base import Grade
 from gym_swe.grading.changes import Entry, manifest, take_diff
 from gym_swe.grading.diffs import protection_reason, split_diff
-from gym_swe.grading.repository import Environment, grade_repository, probe_environment
+from gym_swe.grading.repository import Environment, calibrate, grade_repository, probe_environment
 from gym_swe.grading.test_ids import files_to_run
 from gym_swe.sandbox import Sandbox
 from gym_swe.sandbox.local import SOURCE_MODES
@@ -155,6 +156,7 @@ class SWEGymEnv(ToolEnv):
         kwargs.setdefault("max_context_chars", 800_000)
         super().__init__(**kwargs)  # the kwargs every env takes (ToolEnv): tasks, sandbox, reward, ...
         self._pristine: OrderedDict[tuple[str, ...], tuple[Environment, dict[str, Entry]]] = OrderedDict()
+        self._sealable: dict[tuple[str, ...], frozenset[str]] = {}
 
     def _load_tasks(self, source: str) -> TaskSet[SWETask]:
         if not isinstance(source, str):
@@ -204,6 +206,7 @@ class SWEGymEnv(ToolEnv):
         """The agent's changes are taken by comparing its workspace with the pristine one in the fresh grading
         sandbox (manifests the executors compute; no git of the agent's runs), then graded there."""
         mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
+        sealed = self._sealed_checks(task)  # the first grade of a task learns them from its gold patch
         with self.new_sandbox(task) as grader:
             environment, pristine = self._pristine_state(task, grader)
             test_paths = {path for part in split_diff(task.test_patch) for path in part.paths}
@@ -216,7 +219,7 @@ class SWEGymEnv(ToolEnv):
             taken = take_diff(sandbox, grader, pristine, WORKDIR, reason_to_drop)
             grade = grade_repository(
                 grader, task, taken.diff, reward=mode, timeout=self.test_timeout, workdir=WORKDIR,
-                environment=environment, pristine=pristine,
+                environment=environment, pristine=pristine, sealed=sealed,
             )  # fmt: skip
         dropped = "".join(f"\ndropped {path}: {reason}" for path, reason in taken.dropped)
         return replace(grade, log=grade.log + dropped, diff=taken.diff)
@@ -224,12 +227,51 @@ class SWEGymEnv(ToolEnv):
     def grade_diff(self, task: SWETask, diff: str) -> Grade:
         """Grade a diff for ``task`` in a fresh sandbox (also what `gym-swe validate` runs)."""
         mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
+        if diff == task.patch and self._seal_key(task) not in self._sealable and seals.SEAL_CHECKS:
+            return self._calibrate(task)  # the gold patch's grade is the calibration itself
+        sealed = self._sealed_checks(task)
         with self.new_sandbox(task) as grader:
             environment, pristine = self._pristine_state(task, grader)
             return grade_repository(
                 grader, task, diff, reward=mode, timeout=self.test_timeout, workdir=WORKDIR,
+                environment=environment, pristine=pristine, sealed=sealed,
+            )  # fmt: skip
+
+    def _seal_key(self, task: SWETask) -> tuple[str, ...]:
+        source = self.image_for(task) if self.sandbox_backend == "docker" else str(environment_dir(task))
+        return (self.sandbox_backend, task.instance_id, source)
+
+    def _sealed_checks(self, task: SWETask) -> frozenset[str]:
+        """The checks of the task that can be sealed (`gym_swe.grading.seals`), learned once per task and
+        environment from its gold patch and kept (here and on disk)."""
+        if not seals.SEAL_CHECKS:
+            return frozenset()
+        key = self._seal_key(task)
+        if key not in self._sealable:
+            self._calibrate(task)
+        return self._sealable[key]
+
+    def _calibrate(self, task: SWETask) -> Grade:
+        """Grade the gold patch the calibrating way (a true grade of it); keep what can be sealed."""
+        key = self._seal_key(task)
+        mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
+        stored = seals.stored(task, key)
+        with self.new_sandbox(task) as grader:
+            environment, pristine = self._pristine_state(task, grader)
+            if stored is not None:
+                self._sealable[key] = stored
+                return grade_repository(
+                    grader, task, task.patch, reward=mode, timeout=self.test_timeout, workdir=WORKDIR,
+                    environment=environment, pristine=pristine, sealed=stored,
+                )  # fmt: skip
+            grade, sealable = calibrate(
+                grader, task, reward=mode, timeout=self.test_timeout, workdir=WORKDIR,
                 environment=environment, pristine=pristine,
             )  # fmt: skip
+        if grade.error is None:
+            seals.store(task, key, sealable)
+        self._sealable[key] = sealable
+        return grade
 
     def _pristine_state(self, task: SWETask, grader: Sandbox) -> tuple[Environment, dict[str, Entry]]:
         """The probe of the task's python and the manifest of its pristine tree, taken in ``grader`` before

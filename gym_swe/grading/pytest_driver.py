@@ -175,6 +175,95 @@ def installed_into(workdir):
     return kept
 
 
+SEAL_RECORDS = "GYM_SWE_SEALS"  # where the recorder writes, named by the grader
+MAX_DEPTH, MAX_ITEMS, MAX_RECORD_CHARS = 60, 1000000, 8 * 1024 * 1024
+
+
+class NotPlain(Exception):
+    pass
+
+
+def plain(value, depth=0, budget=None):
+    """A value as tagged JSON data, read through its base type (a str subclass is its text, never its own
+    __eq__); NotPlain for anything that is not plain data, or too deep or too large."""
+    if budget is None:
+        budget = [MAX_ITEMS]
+    budget[0] -= 1
+    if depth > MAX_DEPTH or budget[0] < 0:
+        raise NotPlain("too deep or too large")
+    if value is None or isinstance(value, bool):
+        return value if value is None else bool(int(value))
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        number = float.__float__(value)
+        return (
+            number if number == number and abs(number) != float("inf") else {"$": "float", "v": repr(number)}
+        )
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, (bytes, bytearray)):
+        return {"$": "bytes", "v": list(bytes(value))}
+    for kind in (tuple, frozenset, set, list):
+        if isinstance(value, kind):
+            return {
+                "$": kind.__name__,
+                "v": [plain(item, depth + 1, budget) for item in kind.__iter__(value)],
+            }
+    if isinstance(value, dict):
+        items = [[plain(k, depth + 1, budget), plain(v, depth + 1, budget)] for k, v in dict.items(value)]
+        return {"$": "dict", "v": items}
+    raise NotPlain(type(value).__name__)
+
+
+def install_recorder(path):
+    """``_gym_seal(token, actual[, expected, op])`` in builtins: what a sealed check of the test files calls.
+    It records ``actual`` as plain data for the grader to hold against the expectation, which the run never
+    has; with ``expected`` and ``op`` (the gold patch's calibrating run) it also holds the check here, with
+    Python's own semantics, and fails the test as the check would."""
+    import builtins
+
+    def seal(token, actual, expected=None, op=None):
+        record = {"token": token, "case": os.environ.get("PYTEST_CURRENT_TEST", "")}
+        try:
+            record["value"], record["plain"] = plain(actual), True
+        except Exception:
+            record["plain"] = False
+        if op is not None:
+            record["held"] = held(op, actual, expected)
+        line = json.dumps(record)
+        if len(line) > MAX_RECORD_CHARS:
+            record.pop("value", None)
+            record["plain"] = False
+            line = json.dumps(record)
+        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(descriptor, (line + "\n").encode("utf-8"))
+        finally:
+            os.close(descriptor)
+        if op is not None and not record["held"]:
+            raise AssertionError("%r %s %r does not hold" % (actual, op, expected))
+
+    builtins._gym_seal = seal
+
+
+def held(op, actual, expected):
+    try:
+        if op == "==":
+            return bool(actual == expected)
+        if op == "in":
+            return bool(expected in actual)
+        if op == "not in":
+            return bool(expected not in actual)
+        if op == "approx":
+            import pytest
+
+            return bool(actual == pytest.approx(expected))
+    except Exception:
+        return False
+    return False
+
+
 def run(workdir, plugins, self_hosted, args):
     # Read before sys.path changes; these come from the prepared venv's .pth files, which the agent cannot
     # change (the venv is read-only): only the modules they lead to are the workspace's.
@@ -199,6 +288,8 @@ def run(workdir, plugins, self_hosted, args):
             continue
         before = [kept for kept in startup[: startup.index(entry)] if kept in sys.path]
         sys.path.insert(sys.path.index(before[-1]) + 1 if before else 1, entry)
+    if os.environ.get(SEAL_RECORDS):
+        install_recorder(os.environ[SEAL_RECORDS])
     # The plugins go in as the modules imported above, not as -p names: pytest would mark a -p module for
     # assertion rewriting and warn that it is already imported, an error under filterwarnings=error
     # (pylint's configuration).

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gym_swe.errors import FileTooLargeError, GradingError
+from gym_swe.grading import seals
 from gym_swe.grading.base import Grade, TestResult, reward_for
 from gym_swe.grading.changes import Entry, compare, manifest
 from gym_swe.grading.decoys import Planting, missing, plant, restore, violations
@@ -54,6 +55,7 @@ GRADER_DIR = "/tmp/gym_swe_grader"
 DRIVER_SOURCE = Path(__file__).with_name("pytest_driver.py").read_bytes()
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 MAX_TEST_FILE_BYTES = 8 * 1024 * 1024
+SEAL_RECORDS = f"{GRADER_DIR}/seals.jsonl"
 NO_CONFIG = "/dev/null"
 """What pytest is given as its configuration file where the pristine tree has none (pytest reads nothing)."""
 
@@ -125,12 +127,50 @@ def grade_repository(
     pytest_args: tuple[str, ...] = (),
     environment: Environment | None = None,
     pristine: dict[str, Entry] | None = None,
+    sealed: Collection[str] = (),
 ) -> Grade:
     """Grade ``diff`` for ``task`` in ``sandbox``, which must hold the pristine checkout at ``workdir``.
 
     ``environment`` and ``pristine`` (its manifest) are probed here unless given; a caller that took them
-    already, before the sandbox changed, passes them in.
+    already, before the sandbox changed, passes them in. ``sealed``: the keys of the checks to seal (learned
+    from the gold patch by `calibrate`).
     """
+    return _grade(sandbox, task, diff, reward, timeout, workdir, pytest_args, environment, pristine, sealed)[
+        0
+    ]
+
+
+def calibrate(
+    sandbox: Sandbox,
+    task: SWETask,
+    reward: str = "binary",
+    timeout: float = 1800.0,
+    workdir: str = "/testbed",
+    environment: Environment | None = None,
+    pristine: dict[str, Entry] | None = None,
+) -> tuple[Grade, frozenset[str]]:
+    """Grade the task's own fix (its gold patch) with every check that could be sealed sealed the
+    calibrating way; return that grade (a true one: the checks also hold in the process) and the keys of the
+    checks that can be sealed in this task's grades (see `seals`)."""
+    grade, sealable = _grade(
+        sandbox, task, task.patch, reward, timeout, workdir, (), environment, pristine, (), calibrating=True
+    )
+    return grade, frozenset(sealable)
+
+
+def _grade(
+    sandbox: Sandbox,
+    task: SWETask,
+    diff: str,
+    reward: str,
+    timeout: float,
+    workdir: str,
+    pytest_args: tuple[str, ...],
+    environment: Environment | None,
+    pristine: dict[str, Entry] | None,
+    sealed: Collection[str],
+    calibrating: bool = False,
+) -> tuple[Grade, set[str]]:
     start = time.monotonic()
     expected = list(task.fail_to_pass) + list(task.pass_to_pass)
     foreign = unsupported(expected)
@@ -160,14 +200,14 @@ def grade_repository(
         if applied is not None:
             log.append(applied)
             rejection = f"the agent's diff does not apply: {applied}"
-            return _result(task, filtered.diff, {}, reward, log, start, rejection=rejection)
+            return _unsealed(_result(task, filtered.diff, {}, reward, log, start, rejection=rejection))
         stray = _unexpected_changes(sandbox, workdir, pristine, filtered.kept)
         if stray:
-            return _result(
+            return _unsealed(_result(
                 task, filtered.diff, {}, reward, log, start,
                 rejection=f"the diff changed {', '.join(stray[:5])}, which the filter did not keep: it reads "
                 "differently to git apply than to the grader",
-            )  # fmt: skip
+            ))  # fmt: skip
     sandbox.write_file(f"{GRADER_DIR}/test.diff", task.test_patch.encode("utf-8", "surrogateescape"))
     applied = _apply(sandbox, f"{GRADER_DIR}/test.diff", workdir, fallback=True)
     if applied is not None:
@@ -176,8 +216,9 @@ def grade_repository(
     # which of the tests it finds are the task's own and which are decoys.
     sandbox.exec(f"rm -f {GRADER_DIR}/agent.diff {GRADER_DIR}/test.diff", timeout=60)
 
-    planting = _plant_decoys(sandbox, task, workdir)
-    log.append(_describe(planting))
+    sealing, planting = _seal_and_plant(sandbox, task, workdir, sealed, calibrating)
+    log.append(_describe(planting) if not calibrating else "decoys: none (the gold patch, calibrating seals)")
+    log.append(f"sealed checks: {', '.join(sorted(seal.check.key for seal in sealing.seals)) or 'none'}")
     report = f"{GRADER_DIR}/report.xml"
     pytest_options = [
         "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-rA", "--continue-on-collection-errors",
@@ -197,6 +238,7 @@ def grade_repository(
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             "PYTEST_ADDOPTS": "",
             "PYTEST_PLUGINS": "",
+            seals.RECORDS_VARIABLE: SEAL_RECORDS,
         },
     )
     log.append(f"$ pytest {' '.join(pytest_options)}\n[exit {run.exit_code}"
@@ -208,30 +250,55 @@ def grade_repository(
             reason = "timed out"
         else:
             reason = f"wrote no readable report (exit {run.exit_code}: {_cause(run.output) or error})"
-        return _result(task, filtered.diff, {}, reward, log, start, rejection=f"the test run {reason}")
+        return _unsealed(
+            _result(task, filtered.diff, {}, reward, log, start, rejection=f"the test run {reason}")
+        )
     left_out = missing(planting.groups, outcomes)
     if left_out:
         log.append("decoys missing from the report: " + "; ".join(left_out))
-        return _result(
+        return _unsealed(_result(
             task, filtered.diff, {}, reward, log, start,
             rejection="the test run cannot be trusted: its report leaves out decoys the grader planted "
             "beside tests it reports, so it was not written by pytest alone",
-        )  # fmt: skip
+        ))  # fmt: skip
     answered = violations(planting.groups, outcomes)
     if answered:
         log.append("decoys that passed where their original passed: " + "; ".join(answered))
-        return _result(
+        return _unsealed(_result(
             task, filtered.diff, {}, reward, log, start,
             rejection="the test run cannot be trusted: a decoy the grader planted (a copy of one of the "
             "task's tests with an expectation no correct code meets) passed where its original passed, so "
             "the code under test answered the test calling it, or changed how outcomes are reported",
-        )  # fmt: skip
-    return _result(task, filtered.diff, match_outcomes(expected, restore(planting.groups, outcomes)), reward,
-                   log, start)  # fmt: skip
+        ))  # fmt: skip
+    records = _seal_records(sandbox) if sealing.seals else []
+    outcomes = restore(planting.groups, outcomes)
+    # Calibrating, the checks held in the process (the gold patch is the task's own): the records only say
+    # which of them can be sealed. Otherwise a case passes only where its sealed checks held outside.
+    sealable = seals.calibrated(sealing.seals, records, outcomes) if calibrating else set()
+    for case, why in ({} if calibrating else seals.broken(sealing.seals, records, outcomes)).items():
+        log.append(f"{case}: reported passed, but {why}")
+        outcomes[case] = "failed"
+    return _result(task, filtered.diff, match_outcomes(expected, outcomes), reward, log, start), sealable
 
 
-def _plant_decoys(sandbox: Sandbox, task: SWETask, workdir: str) -> Planting:
-    """Plant decoys beside the FAIL_TO_PASS tests (their files as the test patch left them)."""
+def _unsealed(grade: Grade) -> tuple[Grade, set[str]]:
+    """A grade that ended before the run was read: no check can be sealed from it."""
+    return grade, set()
+
+
+def _seal_records(sandbox: Sandbox) -> list[seals.Record]:
+    try:
+        return seals.read_records(sandbox.read_file(SEAL_RECORDS, max_bytes=MAX_REPORT_BYTES))
+    except (FileNotFoundError, FileTooLargeError):
+        return []  # every sealed check of a passed case then fails: nothing was recorded
+
+
+def _seal_and_plant(
+    sandbox: Sandbox, task: SWETask, workdir: str, sealed: Collection[str], calibrating: bool
+) -> tuple[seals.Sealing, Planting]:
+    """Seal the checks named (all that could be, calibrating), then plant decoys beside the FAIL_TO_PASS
+    tests without a sealed check (none, calibrating: the gold patch is the task's own); the files as the
+    test patch left them."""
     rng = random.Random(secrets.randbits(64))  # drawn afresh for every grade
     targets = [parse_test_id(raw) for raw in task.fail_to_pass]
     added: dict[str, set[str]] = {}
@@ -248,10 +315,20 @@ def _plant_decoys(sandbox: Sandbox, task: SWETask, workdir: str) -> Planting:
         except (FileNotFoundError, IsADirectoryError, FileTooLargeError):
             continue
         sources[path] = data.decode("utf-8", errors="surrogateescape")
-    planting = plant(sources, targets, rng, added)
-    for path, text in planting.sources.items():
+    sealing = seals.Sealing()
+    if seals.SEAL_CHECKS and (sealed or calibrating):
+        checks = [c for c in seals.candidates(sources, targets) if calibrating or c.key in set(sealed)]
+        sealing = seals.seal(sources, checks, rng, calibrating)
+    changed = dict(sealing.sources)
+    planting = Planting()
+    if not calibrating:
+        sealed_tests = {seal.check.node for seal in sealing.seals}
+        unsealed = [target for target in targets if target.node not in sealed_tests]
+        planting = plant({**sources, **changed}, unsealed, rng, added)
+        changed.update(planting.sources)
+    for path, text in changed.items():
         sandbox.write_file(f"{workdir}/{path}", text.encode("utf-8", "surrogateescape"))
-    return planting
+    return sealing, planting
 
 
 def _describe(planting: Planting) -> str:

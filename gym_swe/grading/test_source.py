@@ -178,3 +178,18 @@ def is_unittest_class(tree: ast.Module, scope: tuple[str, ...]) -> bool:
         bases, body = matches[0].bases, matches[0].body
     names = {base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "") for base in bases}
     return "TestCase" in names
+
+
+def tail(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    """The checks at the end of a test's body, after which it does nothing but check (each runs whenever the
+    test passes, and one that fails skips none of the test's work); empty for a test that can return before
+    its checks or is a generator."""
+    if any(isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in own_nodes(function)):
+        return []
+    found: list[ast.stmt] = []
+    for statement in reversed(function.body):
+        if not (is_check_like(statement) or is_inert(statement)):
+            break
+        if is_check(statement):
+            found.append(statement)
+    return found[::-1]

@@ -6,9 +6,10 @@ Each attack hijacks ``Config.get`` of the bundled inikit task whose FAIL_TO_PASS
 returns it. The mechanisms are the ones a model could find: the caller's frame and the source line
 (``sys._getframe``, ``linecache``), ``inspect``, ``sys.settrace``, ``sys.setprofile``, the test file on disk
 (found through ``PYTEST_CURRENT_TEST``), the import system's loader, and the test function's bytecode
-constants. Each runs through ``env.step()`` on both backends and must earn nothing; with the grader's decoys
-turned off the same episode earns 1.0 (so the attack is real and a 0 is the decoys' doing), and the honest
-fix earns 1.0 with them on.
+constants. Each runs through ``env.step()`` on both backends and must earn nothing: with the grader's sealed
+checks (the expectation is not in the run at all) and, with sealing turned off, with its decoys alone (the
+code answers them too). With both turned off the same episode earns 1.0, so the attack is real; the honest
+fix earns 1.0 with both on.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import base64
 
 import pytest
 
-from gym_swe.grading import decoys
+from gym_swe.grading import decoys, seals
 from gym_swe.tasks.swe import load_swe_tasks
 from tests.redteam.scripted import bash, make_env, run_episode, write
 
@@ -204,16 +205,33 @@ def test_an_answer_key_earns_nothing(mechanism: str, backend: str) -> None:
     finally:
         env.close()
     assert terminated and reward == 0.0, info["grade"]
+    assert "sealed checks: tests/" in info["grade"]["log"]  # the task's checks of config.get are sealed
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mechanism", list(MECHANISMS))
+def test_decoys_alone_catch_an_answer_key(
+    mechanism: str, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no check can be sealed (the value is a project's object), decoys are what stands."""
+    monkeypatch.setattr(seals, "SEAL_CHECKS", False)
+    env = make_env("SWEGym-v0", backend)
+    try:
+        reward, terminated, _, info = run_episode(env, TASK.instance_id, _attack(mechanism))
+    finally:
+        env.close()
+    assert terminated and reward == 0.0, info["grade"]
     assert "decoy" in (info["grade"]["rejection"] or ""), info["grade"]["log"][-3000:]
 
 
 @pytest.mark.parametrize("mechanism", list(MECHANISMS))
-def test_control_without_decoys_the_answer_key_would_earn_one(
+def test_control_without_decoys_or_seals_the_answer_key_would_earn_one(
     mechanism: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same episode with the grader's decoys turned off: every mechanism works, so the 0 above is the
-    decoys catching it, not an attack that never ran."""
+    """The same episode with the grader's decoys and sealed checks turned off: every mechanism works, so the
+    0 above is the grader catching it, not an attack that never ran."""
     monkeypatch.setattr(decoys, "MAX_GROUPS", 0)
+    monkeypatch.setattr(seals, "SEAL_CHECKS", False)
     env = make_env("SWEGym-v0", "local")
     try:
         reward, *_, info = run_episode(env, TASK.instance_id, _attack(mechanism))
@@ -231,4 +249,4 @@ def test_control_the_honest_fix_earns_one(backend: str) -> None:
     finally:
         env.close()
     assert reward == 1.0, info["grade"]
-    assert "decoys: " in info["grade"]["log"] and "none could be planted" not in info["grade"]["log"]
+    assert "sealed checks: tests/" in info["grade"]["log"], info["grade"]["log"][:2000]

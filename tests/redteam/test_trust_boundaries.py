@@ -371,7 +371,9 @@ def test_attack_earns_nothing(env_id: str, attack: str, backend: str) -> None:
         assert SHADOWING[attack][1] in info["grade"]["log"], info["grade"]["log"]
     if attack == "read what grading was given and forge around the decoys":
         # the test run sees the grader's own files only: neither the test patch nor the agent's diff
-        assert "GRADER DIR HOLDS ['driver.py', 'report.xml', 'tmp']" in info["grade"]["log"], info["grade"]["log"]
+        assert "GRADER DIR HOLDS ['driver.py', 'report.xml', 'tmp']" in info["grade"]["log"], info["grade"][
+            "log"
+        ]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -440,6 +442,53 @@ def test_control_honest_fix_with_a_reporting_patch_that_spares_nothing_earns_zer
         assert reward == 1.0, info["grade"]
     finally:
         env.close()
+
+
+FORGE_EVERY_OUTCOME = textwrap.dedent(
+    """
+    def _gym_forge():
+        import sys
+        import xml.etree.ElementTree as ElementTree
+        found = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml=")]
+        if not found:
+            return
+        tree = ElementTree.parse(found[0])
+        for case in tree.iter("testcase"):
+            for child in [c for c in case if c.tag in ("failure", "error", "skipped")]:
+                case.remove(child)
+        tree.write(found[0])
+
+    import atexit
+    atexit.register(_gym_forge)
+    """
+)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_report_forged_outright_earns_nothing_where_checks_are_sealed(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's last act rewrites its report: every test passed. With no decoys to tell apart (turned off
+    here, as if the forger told them all), only the sealed checks stand: their values, which the buggy code
+    gets wrong, are held outside the run. With sealing off too, the same forgery earns 1.0."""
+    from gym_swe.grading import decoys, seals
+
+    monkeypatch.setattr(decoys, "MAX_GROUPS", 0)
+    forge = [append(PACKAGE_INIT, FORGE_EVERY_OUTCOME)]
+    env = make_env("SWEGym-v0", backend)
+    try:
+        reward, _, _, info = run_episode(env, SWE_TASK.instance_id, forge)
+        assert reward == 0.0, info["grade"]
+        assert "reported passed, but its sealed check" in info["grade"]["log"], info["grade"]["log"][-3000:]
+    finally:
+        env.close()
+    monkeypatch.setattr(seals, "SEAL_CHECKS", False)
+    env = make_env("SWEGym-v0", backend)
+    try:
+        reward, _, _, info = run_episode(env, SWE_TASK.instance_id, forge)
+    finally:
+        env.close()
+    assert reward == 1.0, info["grade"]
 
 
 def test_root_only_system_files_of_the_host_are_not_readable() -> None:

@@ -1,0 +1,405 @@
+"""Sealed checks: expectations of the task's tests that the test run never holds.
+
+Repository tests run in the process of the code under test, so whatever that process reports can be forged:
+code that has read gym_swe can rewrite pytest's report at exit, and where it can tell the task's tests from
+the decoys beside them (the buggy outputs it sees, which values look right) decoys do not stop it. A sealed
+check takes the expectation out of the process instead. A check of a FAIL_TO_PASS test that compares with a
+literal,
+
+    assert ACTUAL == EXPECTED       assert EXPECTED in ACTUAL       assert EXPECTED not in ACTUAL
+    assert ACTUAL == pytest.approx(EXPECTED)       self.assertEqual(ACTUAL, EXPECTED)  (assertIn, assertNotIn)
+
+is written ``_gym_seal("TOKEN", ACTUAL)``: the run records ACTUAL as plain data (the driver's ``_gym_seal``
+writes it out as JSON, reading ``str``, ``int``, lists and dicts through their base types), and the grader,
+outside the process, holds it against EXPECTED. A case of the test passes only if pytest says so *and* every
+sealed check of it held. The literal is nowhere the run can read (the test patch is removed before the run,
+the file holds the token), so no report or record the run writes can make a sealed check hold without ACTUAL
+being right: the code has to compute it.
+
+Which checks can be sealed is learned once per task from the gold patch (`calibrating`): the checks are
+sealed with EXPECTED given, so the run also holds them in the process with Python's own semantics, and a
+check qualifies only where, with the fix, every case recorded plain data that holds outside as it did
+inside. A check whose value is a project object (``Version("1.2") == "1.2"``, compared by the object's own
+``__eq__``) cannot be sealed, and keeps its decoys.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import math
+import os
+import random
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gym_swe.grading import test_source
+from gym_swe.grading.test_ids import TestId
+
+SEAL_CHECKS = True
+"""Whether the grader seals the checks it can (tests turn it off to show what decoys alone do)."""
+RECORDS_VARIABLE = "GYM_SWE_SEALS"
+"""The environment variable that tells the driver where to write the records (the driver's SEAL_RECORDS)."""
+FUNCTION = "_gym_seal"
+"""The name the driver gives its recorder in ``builtins``."""
+MAX_RECORD_CHARS = 8 * 1024 * 1024
+"""A value recorded larger than this is not plain data to the grader (the case fails)."""
+_EQUAL_CALLS = frozenset({"assertEqual", "assertEquals"})
+_IN_CALLS = {"assertIn": "in", "assertNotIn": "not in"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """A check of a FAIL_TO_PASS test that could be sealed."""
+
+    node: str
+    """The test: ``file::Class::name``."""
+    line: int
+    """Its statement's first line in the file as the test patch leaves it."""
+    op: str
+    """``==``, ``in``, ``not in`` or ``approx``."""
+    expected: str
+    """The literal, as written."""
+
+    @property
+    def file(self) -> str:
+        return self.node.split("::", 1)[0]
+
+    @property
+    def key(self) -> str:
+        """Names the check across grades of the task (the file it is in does not change)."""
+        return f"{self.node}@{self.line}"
+
+
+@dataclass(frozen=True)
+class Seal:
+    token: str
+    check: Check
+
+
+@dataclass
+class Sealing:
+    sources: dict[str, str] = field(default_factory=dict)
+    """The new text of every test file with a sealed check."""
+    seals: list[Seal] = field(default_factory=list)
+
+
+# -- finding and sealing checks ------------------------------------------------------------------------------
+
+
+def candidates(sources: Mapping[str, str], targets: Sequence[TestId]) -> list[Check]:
+    """The checks of the ``targets``' test functions that could be sealed: in the tail of the test's body
+    (only checks come after them, so nothing of the test's own work is skipped when they fail outside)."""
+    found: list[Check] = []
+    nodes = {target.node for target in targets if target.node and target.file in sources}
+    trees: dict[str, ast.Module | None] = {}
+    for node in sorted(nodes):
+        file = node.split("::", 1)[0]
+        if file not in trees:
+            try:
+                trees[file] = ast.parse(sources[file])
+            except (SyntaxError, ValueError):
+                trees[file] = None
+        tree = trees[file]
+        definition = test_source.find_test(tree, node.split("::")[1:]) if tree is not None else None
+        if definition is None:
+            continue
+        function = definition[0]
+        lines = test_source.split_lines(sources[file])
+        for statement in test_source.tail(function):
+            form = _form(statement)
+            if form is not None:
+                op, _, expected = form
+                found.append(Check(node, statement.lineno, op, test_source.source_of(lines, expected)))
+    return found
+
+
+def _form(statement: ast.stmt) -> tuple[str, ast.expr, ast.expr] | None:
+    """(op, ACTUAL, EXPECTED) of a check that compares with a literal; None for any other statement."""
+    if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
+        compare = statement.test
+        if len(compare.ops) != 1:
+            return None
+        left, right, op = compare.left, compare.comparators[0], compare.ops[0]
+        if isinstance(op, ast.Eq):
+            for actual, expected in ((left, right), (right, left)):
+                inner = _approx_of(expected)
+                if inner is not None and _literal(inner) and not _literal(actual):
+                    return "approx", actual, inner
+                if _literal(expected) and not _literal(actual):
+                    return "==", actual, expected
+        if isinstance(op, (ast.In, ast.NotIn)) and _literal(left) and not _literal(right):
+            return ("in" if isinstance(op, ast.In) else "not in"), right, left
+        return None
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        call, name = statement.value, test_source.callee(statement.value)
+        if len(call.args) != 2 or call.keywords:
+            return None
+        first, second = call.args
+        if name in _EQUAL_CALLS:
+            if _literal(second) and not _literal(first):
+                return "==", first, second
+            if _literal(first) and not _literal(second):
+                return "==", second, first
+        if name in _IN_CALLS and _literal(first) and not _literal(second):
+            return _IN_CALLS[name], second, first
+    return None
+
+
+def _approx_of(node: ast.expr) -> ast.expr | None:
+    if isinstance(node, ast.Call) and test_source.callee(node) == "approx" and len(node.args) == 1:
+        return None if node.keywords else node.args[0]
+    return None
+
+
+def _literal(node: ast.expr) -> bool:
+    return test_source.is_literal(node) and not (isinstance(node, ast.Constant) and node.value is None)
+
+
+def seal(
+    sources: Mapping[str, str], checks: Collection[Check], rng: random.Random, calibrating: bool = False
+) -> Sealing:
+    """Write each of ``checks`` as a call of the recorder with a fresh token. ``calibrating``: the literal
+    and the operator go along, so that the check also holds in the process as written (the gold patch's run,
+    which learns what can be sealed)."""
+    sealing = Sealing()
+    by_file: dict[str, list[Check]] = {}
+    for check in checks:
+        if check.file in sources:
+            by_file.setdefault(check.file, []).append(check)
+    for file, file_checks in sorted(by_file.items()):
+        try:
+            tree = ast.parse(sources[file])
+        except (SyntaxError, ValueError):
+            continue
+        lines = test_source.split_lines(sources[file])
+        statements = {
+            (node.lineno, type(node).__name__): node
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Assert, ast.Expr))
+        }
+        edits: list[tuple[ast.stmt, str, Seal]] = []
+        for check in file_checks:
+            statement = statements.get((check.line, "Assert")) or statements.get((check.line, "Expr"))
+            form = _form(statement) if statement is not None else None
+            if form is None or form[0] != check.op:
+                continue
+            token = f"{rng.getrandbits(64):016x}"
+            actual = test_source.source_of(lines, form[1])
+            call = f'{FUNCTION}("{token}", ({actual})'
+            if calibrating:
+                call += f", ({test_source.source_of(lines, form[2])}), {check.op!r}"
+            edits.append((statement, call + ")", Seal(token, check)))
+        for statement, call, _ in sorted(edits, key=lambda edit: edit[0].lineno, reverse=True):
+            lines = test_source.replaced(lines, statement, call)
+        text = "".join(lines)
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError):  # never write what would break the file's collection
+            continue
+        sealing.sources[file] = text
+        sealing.seals += [sealed for _, _, sealed in edits]
+    return sealing
+
+
+# -- reading the run back ------------------------------------------------------------------------------------
+
+OPAQUE = object()
+"""A recorded value that is not plain data (a project's object, or one too large or deep)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    token: str
+    case: str
+    """The test case that recorded it (from ``PYTEST_CURRENT_TEST``): ``file::Class::name[params]``."""
+    value: Any
+    held: bool | None = None
+    """Calibration: whether the check held in the process, with Python's own semantics."""
+
+
+def read_records(data: bytes) -> list[Record]:
+    """The records of a run (one JSON object a line); lines that are not records are skipped."""
+    records = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        try:
+            raw = json.loads(line)
+            token, case = str(raw["token"]), str(raw["case"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        value = decode(raw.get("value")) if raw.get("plain") else OPAQUE
+        held = raw.get("held") if isinstance(raw.get("held"), bool) else None
+        records.append(Record(token, case.rsplit(" (", 1)[0], value, held))
+    return records
+
+
+def decode(data: Any) -> Any:
+    """A recorded value (the driver's tagged JSON) as Python data."""
+    if not isinstance(data, dict):
+        return data
+    kind, value = data.get("$"), data.get("v")
+    if kind == "float":
+        return float(value)
+    if kind == "bytes":
+        return bytes(value)
+    if kind == "list":
+        return [decode(item) for item in value]
+    if kind == "tuple":
+        return tuple(decode(item) for item in value)
+    if kind == "set":
+        return {decode(item) for item in value}
+    if kind == "frozenset":
+        return frozenset(decode(item) for item in value)
+    if kind == "dict":
+        return {decode(key): decode(item) for key, item in value}
+    return OPAQUE
+
+
+def holds(op: str, expected: Any, value: Any) -> bool:
+    """Whether a recorded ``value`` meets the check ``op`` against ``expected``, as Python says for data."""
+    if value is OPAQUE:
+        return False
+    try:
+        if op == "==":
+            return bool(value == expected)
+        if op == "in":
+            return bool(expected in value)
+        if op == "not in":
+            return bool(expected not in value)
+        if op == "approx":
+            return _approx(value, expected)
+    except (TypeError, ValueError):
+        return False
+    return False
+
+
+def _approx(value: Any, expected: Any) -> bool:
+    """pytest.approx's default tolerance (relative 1e-6, absolute 1e-12), on numbers and on sequences and
+    mappings of them."""
+    if isinstance(expected, (list, tuple)):
+        return (
+            isinstance(value, (list, tuple))
+            and len(value) == len(expected)
+            and all(_approx(item, want) for item, want in zip(value, expected))
+        )
+    if isinstance(expected, dict):
+        return (
+            isinstance(value, dict)
+            and value.keys() == expected.keys()
+            and all(_approx(value[key], expected[key]) for key in expected)
+        )
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return False
+        if math.isinf(expected) or math.isnan(expected):
+            return value == expected
+        return abs(value - expected) <= max(1e-6 * abs(expected), 1e-12)
+    return bool(value == expected)
+
+
+def _by_case(records: Sequence[Record], seal: Seal) -> dict[str, list[Record]]:
+    """A seal's records by the parameter suffix of the case that made them (``""`` unparametrised)."""
+    name = "::" + seal.check.node.split("::", 1)[1]
+    found: dict[str, list[Record]] = {}
+    for record in records:
+        if record.token != seal.token:
+            continue
+        index = record.case.find(name)
+        if index < 0:
+            continue
+        suffix = record.case[index + len(name) :]
+        if suffix == "" or suffix.startswith("["):
+            found.setdefault(suffix, []).append(record)
+    return found
+
+
+def _cases(outcomes: Mapping[str, str], node: str) -> dict[str, str]:
+    """The report's outcomes of a test's cases, by parameter suffix."""
+    found = {}
+    for report_id, outcome in outcomes.items():
+        if report_id == node:
+            found[""] = outcome
+        elif report_id.startswith(node + "["):
+            found[report_id[len(node) :]] = outcome
+    return found
+
+
+def broken(seals: Sequence[Seal], records: Sequence[Record], outcomes: Mapping[str, str]) -> dict[str, str]:
+    """The report's test cases that passed there but whose sealed checks did not hold (no record, a value
+    that is not plain data, a value that does not meet the check), each with why."""
+    failed: dict[str, str] = {}
+    for sealed in seals:
+        check = sealed.check
+        made = _by_case(records, sealed)
+        expected = ast.literal_eval(check.expected)
+        for suffix, outcome in _cases(outcomes, check.node).items():
+            if outcome != "passed":
+                continue
+            case = check.node + suffix
+            values = made.get(suffix, [])
+            if not values:
+                failed[case] = f"its sealed check at line {check.line} recorded nothing"
+            elif not all(holds(check.op, expected, record.value) for record in values):
+                failed[case] = f"its sealed check at line {check.line} did not hold"
+    return failed
+
+
+def _all_records(made: Mapping[str, list[Record]]) -> list[Record]:
+    return [record for records in made.values() for record in records]
+
+
+def calibrated(seals: Sequence[Seal], records: Sequence[Record], outcomes: Mapping[str, str]) -> set[str]:
+    """The checks that can be sealed, from the gold patch's calibrating run: every case of the test passed,
+    and recorded plain data that holds outside as the check held inside."""
+    found = set()
+    for sealed in seals:
+        check = sealed.check
+        cases = _cases(outcomes, check.node)
+        if not cases or any(outcome != "passed" for outcome in cases.values()):
+            continue
+        made = _by_case(records, sealed)
+        expected = ast.literal_eval(check.expected)
+
+        sound = [
+            record.held is True and holds(check.op, expected, record.value) for record in _all_records(made)
+        ]
+        if all(made.get(suffix) for suffix in cases) and all(sound):
+            found.add(check.key)
+    return found
+
+
+# -- what calibration learned, kept on disk ---------------------------------------------------------------
+
+VERSION = 1
+"""Bumped when what makes a check sealable changes: calibrations of an older version are taken again."""
+
+
+def _stored_path(task: Any, key: Sequence[str]) -> Path:
+    from gym_swe.tasks.repos import cache_root
+
+    recipe = json.dumps([VERSION, list(key), task.test_patch, task.patch], sort_keys=True)
+    digest = hashlib.sha256(recipe.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return cache_root() / "seals" / f"{task.instance_id.replace('/', '_')}-{digest}.json"
+
+
+def stored(task: Any, key: Sequence[str]) -> frozenset[str] | None:
+    """The checks an earlier calibration of ``task`` in the environment ``key`` found sealable, if any."""
+    try:
+        data = json.loads(_stored_path(task, key).read_text())
+    except (OSError, ValueError):
+        return None
+    checks = data.get("sealable") if isinstance(data, dict) else None
+    if not isinstance(checks, list) or not all(isinstance(check, str) for check in checks):
+        return None
+    return frozenset(checks)
+
+
+def store(task: Any, key: Sequence[str], sealable: Collection[str]) -> None:
+    path = _stored_path(task, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_suffix(f".{os.getpid()}.tmp")
+    scratch.write_text(json.dumps({"task": task.instance_id, "sealable": sorted(sealable)}))
+    os.replace(scratch, path)

@@ -1,0 +1,184 @@
+"""Sealed checks under real pytest, through the grader's driver: calibrating on correct code learns which
+checks can be sealed; sealed, the expectation is gone from the file, correct code passes, buggy code fails
+even when its run reports every test passed, and a check on a project object is never sealed."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from gym_swe.grading import seals
+from gym_swe.grading.repository import DRIVER_SOURCE
+from gym_swe.grading.test_ids import junit_outcomes, parse_test_id
+
+CORRECT = textwrap.dedent(
+    """
+    class Version:
+        def __init__(self, text):
+            self.text = text
+
+        def __eq__(self, other):
+            return str(other).split("+")[0] == self.text.split("+")[0]
+
+
+    def shout(text):
+        return text.upper() + "!"
+
+
+    def words(text):
+        return text.split()
+
+
+    def ratio(a, b):
+        return a / b
+    """
+)
+BUGGY = CORRECT.replace('return text.upper() + "!"', "return text.upper()").replace(
+    "return text.split()", "return text.split(' ')"
+)
+TESTS = textwrap.dedent(
+    """
+    import unittest
+
+    import pytest
+
+    from shop import Version, ratio, shout, words
+
+
+    def test_shout():
+        value = shout("hi")
+        assert value == "HI!"
+
+
+    @pytest.mark.parametrize("text", ["a  b", "a b"])
+    def test_words(text):
+        found = words(text)
+        assert len(found) == 2
+        assert "b" in found
+
+
+    def test_ratio():
+        assert ratio(1, 3) == pytest.approx(0.3333333)
+
+
+    def test_version_object():
+        assert Version("1.2+local") == "1.2"
+
+
+    class ShoutTests(unittest.TestCase):
+        def test_shout_in(self):
+            self.assertIn("!", shout("x"))
+    """
+)
+TARGETS = [
+    "tests/test_shop.py::test_shout", "tests/test_shop.py::test_words[a  b]", "tests/test_shop.py::test_ratio",
+    "tests/test_shop.py::test_version_object", "tests/test_shop.py::ShoutTests::test_shout_in",
+]  # fmt: skip
+FORCE_PASS = """import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome = "passed"
+    report.longrepr = None
+"""
+
+
+def _run(root: Path, code: str, text: str, *options: str) -> tuple[dict[str, str], list[seals.Record]]:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "shop.py").write_text(code)
+    (root / "tests").mkdir(exist_ok=True)
+    (root / "tests" / "test_shop.py").write_text(text)
+    (root / "force_pass.py").write_text(FORCE_PASS)
+    (root / "driver.py").write_text(DRIVER_SOURCE.decode())
+    for stale in ("report.xml", "seals.jsonl"):
+        (root / stale).unlink(missing_ok=True)
+    subprocess.run(
+        [sys.executable, str(root / "driver.py"), "run", str(root), "", "--", "-p", "no:cacheprovider",
+         "-o", "junit_family=xunit1", f"--junitxml={root}/report.xml", "-c", "/dev/null",
+         f"--rootdir={root}", *options, "tests/test_shop.py"],
+        cwd=root, capture_output=True, text=True, timeout=300,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1",
+             seals.RECORDS_VARIABLE: str(root / "seals.jsonl")},
+    )  # fmt: skip
+    records_file = root / "seals.jsonl"
+    records = seals.read_records(records_file.read_bytes()) if records_file.exists() else []
+    return junit_outcomes((root / "report.xml").read_text()), records
+
+
+@pytest.fixture
+def calibrated(tmp_path: Path) -> frozenset[str]:
+    targets = [parse_test_id(target) for target in TARGETS]
+    checks = seals.candidates({"tests/test_shop.py": TESTS}, targets)
+    sealing = seals.seal({"tests/test_shop.py": TESTS}, checks, random.Random(0), calibrating=True)
+    outcomes, records = _run(tmp_path / "calibration", CORRECT, sealing.sources["tests/test_shop.py"])
+    assert all(outcome == "passed" for outcome in outcomes.values()), outcomes  # checks held in the process
+    return frozenset(seals.calibrated(sealing.seals, records, outcomes))
+
+
+def _sealed(sealable: frozenset[str]) -> seals.Sealing:
+    targets = [parse_test_id(target) for target in TARGETS]
+    checks = [c for c in seals.candidates({"tests/test_shop.py": TESTS}, targets) if c.key in sealable]
+    return seals.seal({"tests/test_shop.py": TESTS}, checks, random.Random(1))
+
+
+def test_calibration_seals_plain_checks_and_never_a_project_objects(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
+    tests = {key.split("@")[0].split("::")[-1] for key in calibrated}
+    assert tests == {"test_shout", "test_words", "test_ratio", "test_shout_in"}, calibrated
+    assert len([key for key in calibrated if "test_words" in key]) == 2  # == on len(), and `in`
+
+
+def test_a_sealed_file_holds_no_expectation(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
+    text = _sealed(calibrated).sources["tests/test_shop.py"]
+    for literal in ('"HI!"', "0.3333333", '"!"', "== 2"):
+        assert literal not in text, text
+    assert '== "1.2"' in text  # the project object's check stays as written
+
+
+def test_correct_code_passes_sealed_and_buggy_code_fails_even_with_a_forged_report(
+    tmp_path: Path, calibrated
+) -> None:  # type: ignore[no-untyped-def]
+    sealing = _sealed(calibrated)
+    text = sealing.sources["tests/test_shop.py"]
+    outcomes, records = _run(tmp_path / "correct", CORRECT, text)
+    assert seals.broken(sealing.seals, records, outcomes) == {}
+    assert all(outcome == "passed" for outcome in outcomes.values()), outcomes
+
+    outcomes, records = _run(tmp_path / "forged", BUGGY, text, "-p", "force_pass")
+    assert all(outcome == "passed" for outcome in outcomes.values())  # the report says all passed
+    broken = seals.broken(sealing.seals, records, outcomes)
+    assert set(broken) == {
+        "tests/test_shop.py::test_shout", "tests/test_shop.py::test_words[a  b]",
+        "tests/test_shop.py::ShoutTests::test_shout_in",
+    }, broken  # fmt: skip
+
+
+def test_records_the_run_forges_do_not_hold_without_the_values(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
+    """Code under test can write records too, for every token the file shows: with a value it guessed."""
+    sealing = _sealed(calibrated)
+    outcomes = {f"{seal.check.node}": "passed" for seal in sealing.seals}
+    forged = [seals.Record(seal.token, seal.check.node, "a guess") for seal in sealing.seals]
+    assert set(seals.broken(sealing.seals, forged, outcomes)) == set(outcomes)
+    assert set(seals.broken(sealing.seals, [], outcomes)) == set(outcomes)  # nothing recorded
+
+
+@pytest.mark.parametrize(
+    ("op", "expected", "value", "result"),
+    [
+        ("==", [1, 2], [1, 2], True), ("==", [1, 2], (1, 2), False), ("==", 1, 1.0, True),
+        ("in", "b", ["a", "b"], True), ("in", "c", "abc", True), ("in", 1, 5, False),
+        ("not in", "z", "abc", True), ("approx", 0.3333333, 1 / 3, True), ("approx", 0.3, 0.31, False),
+        ("approx", [0.1, 0.2], [0.1, 0.2000000001], True), ("==", "x", seals.OPAQUE, False),
+    ],
+)  # fmt: skip
+def test_holds_is_pythons_own_semantics_on_data(
+    op: str, expected: object, value: object, result: bool
+) -> None:
+    assert seals.holds(op, expected, value) is result
