@@ -65,7 +65,11 @@ class SWEGymEnv(ToolEnv):
     ``/testbed`` checked out at the commit where the issue was reported (its history up to there, nothing
     later). The agent explores, reproduces, edits the source and calls ``submit``. Its diff is then graded
     in a fresh sandbox: changes to protected paths (tests, test configuration, start-up hooks) are dropped,
-    the hidden test patch is applied, and the task's FAIL_TO_PASS and PASS_TO_PASS tests run.
+    the hidden test patch is applied, and the task's FAIL_TO_PASS and PASS_TO_PASS tests run, with the
+    checks that compare with a literal sealed (held outside the run) and decoys beside the other
+    FAIL_TO_PASS tests (`gym_swe.grading.seals`, `gym_swe.grading.decoys`). The first grade of a task in an
+    environment first runs its tests once with its gold patch, to learn which checks can be sealed (kept
+    under the gym_swe cache).
 
     ## Action Space
     Text (`CodeText`): the model's turn with tool calls, or an OpenAI-format assistant message dict with
@@ -227,9 +231,7 @@ class SWEGymEnv(ToolEnv):
     def grade_diff(self, task: SWETask, diff: str) -> Grade:
         """Grade a diff for ``task`` in a fresh sandbox (also what `gym-swe validate` runs)."""
         mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
-        if diff == task.patch and self._seal_key(task) not in self._sealable and seals.SEAL_CHECKS:
-            return self._calibrate(task)  # the gold patch's grade is the calibration itself
-        sealed = self._sealed_checks(task)
+        sealed = self._sealed_checks(task)  # a grade of the gold patch as any other: decoys and seals
         with self.new_sandbox(task) as grader:
             environment, pristine = self._pristine_state(task, grader)
             return grade_repository(
@@ -251,19 +253,17 @@ class SWEGymEnv(ToolEnv):
             self._calibrate(task)
         return self._sealable[key]
 
-    def _calibrate(self, task: SWETask) -> Grade:
-        """Grade the gold patch the calibrating way (a true grade of it); keep what can be sealed."""
+    def _calibrate(self, task: SWETask) -> None:
+        """Learn which checks of the task can be sealed: from disk, else by grading its gold patch the
+        calibrating way (one test run, the first time a task is graded in an environment)."""
         key = self._seal_key(task)
-        mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
         stored = seals.stored(task, key)
+        if stored is not None:
+            self._sealable[key] = stored
+            return
+        mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
         with self.new_sandbox(task) as grader:
             environment, pristine = self._pristine_state(task, grader)
-            if stored is not None:
-                self._sealable[key] = stored
-                return grade_repository(
-                    grader, task, task.patch, reward=mode, timeout=self.test_timeout, workdir=WORKDIR,
-                    environment=environment, pristine=pristine, sealed=stored,
-                )  # fmt: skip
             grade, sealable = calibrate(
                 grader, task, reward=mode, timeout=self.test_timeout, workdir=WORKDIR,
                 environment=environment, pristine=pristine,
@@ -271,7 +271,6 @@ class SWEGymEnv(ToolEnv):
         if grade.error is None:
             seals.store(task, key, sealable)
         self._sealable[key] = sealable
-        return grade
 
     def _pristine_state(self, task: SWETask, grader: Sandbox) -> tuple[Environment, dict[str, Entry]]:
         """The probe of the task's python and the manifest of its pristine tree, taken in ``grader`` before
