@@ -35,6 +35,16 @@ class SandboxCrashedError(SandboxError):
     """The sandbox's executor or jail died or stopped answering; the sandbox is no longer usable."""
 
 
+class SandboxExhaustedError(SandboxCrashedError):
+    """The sandbox's executor was killed by the sandbox's own limit on ``resource`` ("memory": the kernel's
+    OOM killer, inside the sandbox's own memory budget), which only what runs in the sandbox can use up. The
+    agent's doing, so an env scores it as the agent's failure; never an infrastructure error."""
+
+    def __init__(self, message: str, resource: str = "memory") -> None:
+        super().__init__(message)
+        self.resource = resource
+
+
 class FileTooLargeError(SandboxError):
     """A file (or a set of files) in a sandbox is larger than the host agreed to read into its memory."""
 

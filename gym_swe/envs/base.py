@@ -6,6 +6,11 @@ the calls in order in the sandbox and returns what they printed. It ends ``termi
 ``truncated`` at the turn limit, the context budget, or when the sandbox dies; either way the final state is
 graded in a fresh sandbox by the subclass, and the reward comes from that grade.
 
+A sandbox that dies of the agent's own resource use (its executor taken by the OOM killer of the sandbox's
+own memory limit) is the agent's failure, not an infrastructure error: the episode ends ``terminated``,
+scored 0 with the reason (``end_reason="out_of_memory"``, ``info["grade"]["rejection"]``) and no
+``info["error"]``, so a trainer cannot leave it out of the loss as it leaves out the sandbox's own failures.
+
 Subclasses say what a task is and how it is set up, prompted and graded (`_load_tasks`, `_sandbox_options`,
 `_prepare`, `_prompt`, `_grade`); everything else lives here.
 """
@@ -24,10 +29,10 @@ from typing import Any, ClassVar
 import gymnasium
 
 from gym_swe.envs.spaces import CodeText
-from gym_swe.errors import ConfigError, GymSweError, SandboxError, unknown_name
+from gym_swe.errors import ConfigError, GymSweError, SandboxError, SandboxExhaustedError, unknown_name
 from gym_swe.grading.base import Grade, check_reward_mode
 from gym_swe.grading.changes import SubmissionRejected
-from gym_swe.sandbox import BACKENDS, Limits, Sandbox, make_sandbox
+from gym_swe.sandbox import BACKENDS, Limits, Sandbox, check_limits, make_sandbox
 from gym_swe.tasks.base import TaskSet
 from gym_swe.tools import DEFAULT_TOOLS, ParsedCalls, ToolBox, ToolCall, ToolResult, bound_text, make_toolbox
 from gym_swe.tools.parsing import ParseError, calls_from_message, parse_tool_calls
@@ -55,6 +60,9 @@ def system_prompt(toolbox: ToolBox) -> str:
 
 
 MAX_TEXT = 4_000_000  # longest observation or action the spaces admit
+MAX_FEEDBACK_NOTE_CHARS = 2_000
+"""Longest note about one call that could not be run: it may quote the agent's text, which must never come
+back to it unbounded (a megabyte of broken calls would otherwise become tens of megabytes of feedback)."""
 
 
 @dataclass
@@ -122,6 +130,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
                 raise ConfigError(f"{name} must be an int >= 100, got {value!r}")
         if limits is not None and not isinstance(limits, Limits):
             raise ConfigError(f"limits must be a gym_swe.sandbox.Limits, got {type(limits).__name__}")
+        given = dict(sandbox_options or {}).get("limits", limits)  # as new_sandbox picks them
+        check_limits(sandbox, given if isinstance(given, Limits) else Limits())
         self.task_source = tasks
         self.tasks: TaskSet[Any] = self._load_tasks(tasks)
         self.sandbox_backend = sandbox
@@ -223,10 +233,14 @@ class ToolEnv(gymnasium.Env[str, Any]):
         turn.calls = list(parsed.calls)
         turn.parse_errors = [error.message for error in parsed.errors]
         error: str | None = None
+        exhausted: SandboxExhaustedError | None = None
         submitted = False
         for call in parsed.calls:
             try:
                 result = self.toolbox.run(self.sandbox, call)
+            except SandboxExhaustedError as crash:  # dead by the agent's own resource use: its failure
+                exhausted = crash
+                break
             except SandboxError as crash:  # tools turn refusals into results: this is a dead sandbox
                 error = str(crash)
                 break
@@ -235,15 +249,15 @@ class ToolEnv(gymnasium.Env[str, Any]):
                 submitted = True
                 break
         skipped = len(parsed.calls) - len(turn.results)
-        observation = self._observation(turn, skipped if submitted else 0, error)
+        observation = self._observation(turn, skipped if submitted else 0, error, exhausted)
         turn.observation = observation
         turn.seconds = time.monotonic() - started
         self.history.append(turn)
         self._record_messages(action, parsed, turn)
 
         penalty = self.format_penalty if (turn.parse_errors or not turn.calls) else 0.0
-        terminated = submitted
-        truncated = not submitted and (
+        terminated = submitted or exhausted is not None
+        truncated = not terminated and (
             error is not None
             or len(self.history) >= self.max_turns
             or self._context_chars > self.max_context_chars
@@ -259,7 +273,9 @@ class ToolEnv(gymnasium.Env[str, Any]):
         }
         if error is not None:
             info["error"] = error
-        if terminated or truncated:
+        if exhausted is not None:
+            reward += self._finish(info, f"out_of_{exhausted.resource}", None, exhausted)
+        elif terminated or truncated:
             reward += self._finish(info, self._end_reason(submitted, error), error)
         if self.render_mode == "human":
             print(self._render_turn(turn))
@@ -276,11 +292,17 @@ class ToolEnv(gymnasium.Env[str, Any]):
         info["messages"] = list(self.messages)
         return info
 
-    def _finish(self, info: dict[str, Any], reason: str, error: str | None) -> float:
+    def _finish(
+        self,
+        info: dict[str, Any],
+        reason: str,
+        error: str | None,
+        exhausted: SandboxExhaustedError | None = None,
+    ) -> float:
         """Grade the final state into ``info`` and close the sandbox; returns the grade's reward."""
         self._done = True
         info["end_reason"] = reason
-        grade = self._final_grade(error)
+        grade = self._final_grade(error, exhausted)
         self.grade = grade
         info["grade"] = grade.to_dict()
         info["reward_grade"] = self._reward_of(grade)
@@ -324,10 +346,18 @@ class ToolEnv(gymnasium.Env[str, Any]):
         )
         return ParsedCalls(calls=(), errors=(ParseError(message, safe_repr(action)[:200]),))
 
-    @staticmethod
-    def _feedback(turn: Turn) -> list[str]:
-        """What the model must hear about calls that could not be run as written."""
-        notes = [f"Tool call error: {message}" for message in turn.parse_errors]
+    def _feedback(self, turn: Turn) -> list[str]:
+        """What the model must hear about calls that could not be run as written: each note and all of them
+        together bounded like any observation, since they may quote what the agent wrote."""
+        notes: list[str] = []
+        room = self.max_observation_chars
+        for index, message in enumerate(turn.parse_errors):
+            note = bound_text(f"Tool call error: {_valid_text(message)}", MAX_FEEDBACK_NOTE_CHARS)
+            if len(note) > room:
+                notes.append(f"({len(turn.parse_errors) - index} more tool call error(s) not shown.)")
+                break
+            notes.append(note)
+            room -= len(note) + 2
         if not turn.calls and not turn.parse_errors:
             notes.append(
                 "No tool call found in your message. Act with a tool call, for example "
@@ -336,7 +366,13 @@ class ToolEnv(gymnasium.Env[str, Any]):
             )
         return notes
 
-    def _observation(self, turn: Turn, skipped_after_submit: int, error: str | None) -> str:
+    def _observation(
+        self,
+        turn: Turn,
+        skipped_after_submit: int,
+        error: str | None,
+        exhausted: SandboxExhaustedError | None = None,
+    ) -> str:
         many = len(turn.results) > 1
         parts = [
             f"[{index}: {call.name}]\n{result.output}" if many else result.output
@@ -347,6 +383,11 @@ class ToolEnv(gymnasium.Env[str, Any]):
             parts.append(f"({skipped_after_submit} call(s) after submit were not run.)")
         if error is not None:
             parts.append("The sandbox stopped working; the episode is over.")
+        if exhausted is not None:
+            parts.append(
+                f"The sandbox ran out of {exhausted.resource}: your commands used all it has, and it had to "
+                "be stopped. The episode is over, and it counts as failed."
+            )
         return bound_text("\n\n".join(parts), self.max_observation_chars)
 
     def _record_messages(self, action: Any, parsed: ParsedCalls, turn: Turn) -> None:
@@ -381,7 +422,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
                 new.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": content})
         feedback = self._feedback(turn)
         if feedback:
-            new.append({"role": "user", "content": "\n\n".join(feedback)})
+            content = bound_text("\n\n".join(feedback), self.max_observation_chars)
+            new.append({"role": "user", "content": content})
         self.messages.extend(new)
         self._context_chars += sum(
             len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls", ""))) for m in new
@@ -402,7 +444,9 @@ class ToolEnv(gymnasium.Env[str, Any]):
             return "context_budget"
         return "max_turns"
 
-    def _final_grade(self, error: str | None) -> Grade:
+    def _final_grade(self, error: str | None, exhausted: SandboxExhaustedError | None = None) -> Grade:
+        if exhausted is not None:  # nothing is left to grade, and it was the agent's doing
+            return Grade(tests=(), resolved=False, reward=0.0, rejection=f"not graded: {exhausted}")
         if error is not None:
             return Grade(tests=(), resolved=False, reward=0.0, error=f"not graded: {error}")
         assert self.sandbox is not None
@@ -411,6 +455,11 @@ class ToolEnv(gymnasium.Env[str, Any]):
             return self._grade(self.task, self.sandbox)
         except SubmissionRejected as rejected:
             return Grade(tests=(), resolved=False, reward=0.0, rejection=str(rejected))
+        except SandboxExhaustedError as exhausted_late:
+            # The agent's sandbox while it is read, or the grading one while the agent's code runs in it: the
+            # memory was used up by what the agent left (files on its tmpfs mounts) or by its code.
+            reason = f"the agent's work used up a sandbox's resources while it was graded: {exhausted_late}"
+            return Grade(tests=(), resolved=False, reward=0.0, rejection=reason)
         except GymSweError as failure:
             return Grade(tests=(), resolved=False, reward=0.0, error=f"grading failed: {failure}")
 

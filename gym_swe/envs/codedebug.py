@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from gym_swe.envs.base import ToolEnv, system_prompt
-from gym_swe.errors import ConfigError, FileTooLargeError, unknown_name
+from gym_swe.errors import ConfigError, FileTooLargeError, SandboxCrashedError, SandboxError, unknown_name
 from gym_swe.grading.base import Grade
 from gym_swe.grading.functions import grade_function
 from gym_swe.sandbox import Sandbox
@@ -65,6 +65,8 @@ class CodeDebugEnv(ToolEnv):
     Terminated after ``submit``. Truncated at ``max_turns`` (30, registered as ``max_episode_steps``), when
     the chat outgrows ``max_context_chars``, or when the sandbox dies (``info["error"]`` says why). Either way
     the final ``solution.py`` is graded in a fresh sandbox and ``info["grade"]`` holds the per-test outcomes.
+    A sandbox whose memory the agent's own commands used up (its executor taken by the OOM killer) is the
+    agent's failure instead: terminated, scored 0, ``end_reason="out_of_memory"``, no ``info["error"]``.
     For longer episodes pass both ``max_turns=N`` and ``max_episode_steps=N`` (or -1) to ``gymnasium.make``:
     its TimeLimit wrapper would otherwise cut the episode at 30 steps, before the env grades it.
 
@@ -136,13 +138,16 @@ class CodeDebugEnv(ToolEnv):
 
     def _grade(self, task: FunctionTask, sandbox: Sandbox) -> Grade:
         try:
-            data = sandbox.read_file(f"{WORKDIR}/{SOLUTION}", max_bytes=MAX_SOLUTION_BYTES)
-            code = data.decode("utf-8", errors="replace")
-        except (FileNotFoundError, IsADirectoryError, PermissionError):
-            code = ""  # deleted or made unreadable: every test fails on import
+            code = sandbox.read_file(f"{WORKDIR}/{SOLUTION}", max_bytes=MAX_SOLUTION_BYTES)
         except FileTooLargeError:
             reason = f"{SOLUTION} is larger than {MAX_SOLUTION_BYTES // 1024} KiB"
             return Grade(tests=(), resolved=False, reward=0.0, rejection=reason)
+        except SandboxCrashedError:
+            raise
+        except (OSError, SandboxError):
+            # Deleted, made unreadable, or not a file at all (a FIFO, a link to a device): what the agent
+            # left is graded as it stands, and every test fails on import.
+            code = b""
         mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
         with self.new_sandbox(task) as grader:
             grade = grade_function(
@@ -153,9 +158,10 @@ class CodeDebugEnv(ToolEnv):
                 test_timeout=self.test_timeout,
                 total_timeout=self.grade_timeout,
             )
+        # Bytes that are not UTF-8 are graded as they are, and shown as escapes (the Grade notes it).
         changes = difflib.unified_diff(
             task.buggy_code.splitlines(keepends=True),
-            code.splitlines(keepends=True),
+            code.decode("utf-8", "surrogateescape").splitlines(keepends=True),
             f"a/{SOLUTION}",
             f"b/{SOLUTION}",
         )

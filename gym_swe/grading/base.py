@@ -2,18 +2,37 @@
 
 A `Grade` is made on the host side from a structured report of a test run in a fresh sandbox. It goes into
 ``info["grade"]`` for the trainer and the logs, and is never shown to the agent.
+
+Everything a Grade holds is valid text, whatever the agent wrote: bytes that are not UTF-8 (a diff of a file
+holding them, a message its code raised) arrive as lone surrogates, which no UTF-8 file can hold, so the
+Grade writes each as an escape (``\xff``, ``\ud800``) and its log says so. A trajectory carrying it can then
+always be saved.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from gym_swe.errors import ConfigError, unknown_name
 
 OUTCOMES = ("passed", "failed", "error", "timeout", "skipped", "not_run")
 REWARD_MODES = ("binary", "fraction")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+ESCAPED_NOTE = "note: bytes that are not UTF-8 in the {what} are written as escapes (\\xNN)"
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    # U+DC80..U+DCFF is how Python holds an undecodable byte (surrogateescape): show the byte itself.
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def valid_text(text: str) -> str:
+    """``text`` as valid Unicode, which UTF-8 can encode: each lone surrogate written as an escape."""
+    return text if _SURROGATE.search(text) is None else _SURROGATE.sub(_escape, text)
 
 
 @dataclass(frozen=True)
@@ -54,6 +73,33 @@ class Grade:
     """What the agent changed, as graded: the repository diff that was applied (SWE), or the solution's diff
     against the buggy function (CodeDebug). For people reading episodes (`gym-swe view`)."""
     duration: float = 0.0
+
+    def __post_init__(self) -> None:
+        escaped = []
+        for name in ("diff", "log", "error", "rejection"):
+            value = getattr(self, name)
+            if isinstance(value, str) and _SURROGATE.search(value) is not None:
+                object.__setattr__(self, name, valid_text(value))
+                escaped.append(name)
+        tests = tuple(
+            replace(test, name=valid_text(test.name), message=valid_text(test.message))
+            if _SURROGATE.search(test.name + test.message) is not None
+            else test
+            for test in self.tests
+        )
+        if any(new is not old for new, old in zip(tests, self.tests)):
+            object.__setattr__(self, "tests", tests)
+            escaped.append("test messages")
+        if self.groups and any(_SURROGATE.search(n) for names in self.groups.values() for n in names):
+            groups = {
+                valid_text(key): tuple(valid_text(n) for n in names) for key, names in self.groups.items()
+            }
+            object.__setattr__(self, "groups", groups)
+            escaped.append("test groups")
+        notes = [ESCAPED_NOTE.format(what=what) for what in escaped if what != "log"]
+        notes = [note for note in notes if note not in self.log]
+        if notes:
+            object.__setattr__(self, "log", "\n".join([self.log, *notes]) if self.log else "\n".join(notes))
 
     @property
     def passed(self) -> int:

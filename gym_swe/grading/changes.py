@@ -6,6 +6,11 @@ found by comparing two manifests that the executors themselves compute (pure Pyt
 executable bit and SHA-256): the agent's workspace against the pristine one in the fresh grading sandbox.
 Paths the grader would drop anyway are never fetched; the rest come out as files, and the diff is built
 from those bytes on the host by a git that reads no configuration but gym_swe's own (`hostgit`).
+
+A file name may be any bytes the file system allows. One that is not UTF-8 (held here as Python's surrogate
+escapes), or one git will not put in a tree, is dropped like a protected path, with the reason: no source fix
+needs one, and the grader reads a diff's names as UTF-8. Dropped paths are reported escaped (``\xff``), so
+what the grade carries is always valid text.
 """
 
 from __future__ import annotations
@@ -118,11 +123,16 @@ def take_diff(
     dropped: list[tuple[str, str]] = []
     for path in changes.paths:
         links = [e for e in (agent_entries.get(path), pristine.get(path)) if e is not None and e.kind == "l"]
-        reason = "a symbolic link" if links else reason_to_drop(path, path in changes.added)
+        if not _is_utf8(path):
+            reason: str | None = NOT_UTF8
+        elif links:
+            reason = "a symbolic link"
+        else:
+            reason = reason_to_drop(path, path in changes.added)
         if reason is None:
             kept.append(path)
         else:
-            dropped.append((path, reason))
+            dropped.append((shown_path(path), reason))
     if len(kept) > MAX_CHANGED_FILES:
         raise SubmissionRejected(f"{len(kept)} files changed, more than the {MAX_CHANGED_FILES} taken")
     size = sum(agent_entries[path].size for path in kept if path in agent_entries)
@@ -148,8 +158,28 @@ def take_diff(
         new_tree = repo.tree(
             [(agent_entries[p].mode, repo.blob(new_files[p]), p) for p in kept if p in new_files]
         )
+        in_trees = repo.paths(old_tree) | repo.paths(new_tree)
+        for path in [p for p in kept if p not in in_trees]:
+            kept.remove(path)
+            dropped.append((path, "a path git does not take (a .git, . or .. part, in some spelling)"))
         diff = repo.diff(old_tree, new_tree) if kept else ""
     return TakenDiff(diff, tuple(kept), tuple(sorted(dropped)))
+
+
+NOT_UTF8 = "a file name that is not valid UTF-8 (the grader reads a diff's names as UTF-8)"
+
+
+def _is_utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_path(path: str) -> str:
+    """``path`` as valid text for logs: bytes that are not UTF-8 written as ``\\xNN``."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _fetch(

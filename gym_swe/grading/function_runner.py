@@ -14,6 +14,13 @@ Run as a script (``python3 function_runner.py CONFIG``), standard library only, 
 Each top-level statement of the test's ``check`` function that contains an ``assert`` is one test; the
 others are set-up run in order. A call that runs past ``test_timeout`` kills the worker (a new one starts
 for the next test) and its test is a timeout. The report is one JSON line on the runner's stdout.
+
+Nothing the runner runs or imports once a worker exists comes from a place the worker can write. The runner
+is started isolated (``python3 -I``: its own directory, where the worker could plant a module, is not on its
+``sys.path``, nor the user's site directory, and no PYTHON* variable is read); workers are started from the
+source the runner read when it began, not from this file, which the worker could rewrite; and where the
+runner is root (a container), each worker runs as ``nobody``, so it cannot write the interpreter's own
+library, which a later ``import`` in the tests would read. In a local jail the library is read-only already.
 """
 
 import ast
@@ -29,6 +36,7 @@ import time
 
 MAX_DEPTH = 60
 MAX_ITEMS = 1000000
+NOBODY = 65534
 
 
 # -- values as data ----------------------------------------------------------------------------------------
@@ -161,33 +169,45 @@ class CandidateTimeout(Exception):
     """A call to the solution ran past the time limit."""
 
 
+class RunnerError(Exception):
+    """The runner cannot do its job (no worker can be started at all): the grader's failure, not a test's."""
+
+
+def demote():
+    """In a worker about to start, where the runner is root: become ``nobody``, with no groups."""
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
 class Worker(object):
-    def __init__(self, solution, entry_point, log):
+    def __init__(self, solution, entry_point, log, source):
         self.solution = solution
         self.entry_point = entry_point
         self.log = log
+        self.source = source  # this file's text as the runner read it, before any worker existed
         self.process = None
         self.buffer = b""
 
     def start(self, deadline):
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-I",
-                "-B",
-                os.path.abspath(__file__),
-                "--worker",
-                self.solution,
-                self.entry_point,
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
-            cwd=os.path.dirname(os.path.abspath(self.solution)),
-        )
+        as_root = os.geteuid() == 0
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", "-B", "-c", self.source, "--worker", self.solution, self.entry_point],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.log,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+                cwd=os.path.dirname(os.path.abspath(self.solution)),
+                preexec_fn=demote if as_root else None,
+            )
+        except OSError as error:  # an interpreter nobody may run, say: every test would fail, unfairly
+            who = " as nobody (uid %d): the sandbox's python must be usable by any user" % NOBODY
+            message = "the solution's process could not start%s: %s" % (who if as_root else "", error)
+            raise RunnerError(message) from None
         hello = self.read(deadline)
         if not hello.get("ready"):
+            self.stop()  # it has exited: the next test starts a new one rather than writing to a closed pipe
             raise CandidateError("the solution cannot be imported: %s" % hello.get("error"))
 
     def read(self, deadline):
@@ -254,10 +274,10 @@ def has_assert(node):
     return any(isinstance(child, ast.Assert) for child in ast.walk(node))
 
 
-def run_tests(config, log):
+def run_tests(config, log, source):
     test_source = config["test"]
     entry_point = config["entry_point"]
-    worker = Worker(config["solution"], entry_point, log)
+    worker = Worker(config["solution"], entry_point, log, source)
     deadline_total = time.monotonic() + float(config.get("total_timeout", 60))
     per_test = float(config.get("test_timeout", 5))
     current = {"deadline": deadline_total}
@@ -301,6 +321,8 @@ def run_tests(config, log):
             outcome, message = "timeout", "the call did not return within %.1f s" % per_test
         except CandidateError as error:
             outcome, message = "error", str(error)[:500]
+        except RunnerError:
+            raise
         except Exception as error:
             outcome, message = "error", "%s: %s" % (type(error).__name__, str(error)[:500])
         if counted:
@@ -312,6 +334,8 @@ def run_tests(config, log):
 
 
 def runner_main(config_path):
+    with open(os.path.abspath(__file__)) as handle:
+        source = handle.read()
     with open(config_path) as handle:
         config = json.load(handle)
     os.remove(config_path)  # the worker must never find the hidden tests
@@ -320,7 +344,7 @@ def runner_main(config_path):
     log = open(config.get("log", os.devnull), "ab")
     report = {"tests": [], "error": None, "protected": protected}
     try:
-        report["tests"] = run_tests(config, log)
+        report["tests"] = run_tests(config, log, source)
     except Exception as error:
         report["error"] = "%s: %s" % (type(error).__name__, error)
     log.close()

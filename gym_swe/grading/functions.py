@@ -24,13 +24,14 @@ MAX_LOG_BYTES = 64 * 1024
 def grade_function(
     sandbox: Sandbox,
     task: FunctionTask,
-    solution_code: str,
+    solution_code: str | bytes,
     reward: str = "binary",
     test_timeout: float = 5.0,
     total_timeout: float = 60.0,
     solution_name: str = "solution.py",
 ) -> Grade:
-    """Run ``task``'s hidden tests against ``solution_code`` in the fresh ``sandbox``."""
+    """Run ``task``'s hidden tests against ``solution_code`` (text, or the file's bytes as they are) in the
+    fresh ``sandbox``."""
     start = time.monotonic()
     solution_path = f"{sandbox.workdir.rstrip('/')}/{solution_name}"
     config = {
@@ -46,8 +47,9 @@ def grade_function(
     sandbox.write_file(f"{GRADER_DIR}/runner.py", RUNNER_SOURCE)
     sandbox.write_file(f"{GRADER_DIR}/config.json", json.dumps(config))
     # exec: no shell stays behind holding the runner's stdout, where the solution could write a report.
+    # -I: the runner's own directory, which the solution's process can write, is not on its import path.
     run = sandbox.exec(
-        f"cd {GRADER_DIR} && exec python3 runner.py config.json",
+        f"cd {GRADER_DIR} && exec python3 -I -B runner.py config.json",
         timeout=total_timeout + 30,
         env={"TMPDIR": GRADER_DIR},
     )

@@ -59,10 +59,16 @@ class ScratchRepository:
         return self.run("hash-object", "-w", "--no-filters", "--stdin", stdin=data).decode().strip()
 
     def tree(self, entries: Sequence[tuple[str, str, str]]) -> str:
-        """A tree of ``(mode, blob id, path)`` entries (modes as git writes them: 100644, 100755, 120000)."""
+        """A tree of ``(mode, blob id, path)`` entries (modes as git writes them: 100644, 100755, 120000).
+        A path git refuses (a ``.git`` part in any spelling it guards against, ``.`` or ``..``) is left out
+        by git itself, silently: `paths` says what the tree holds. Paths are file-system names: any bytes
+        but NUL, a name that is not UTF-8 held as Python's surrogate escapes."""
         index = self.root / "index"
         index.unlink(missing_ok=True)
-        lines = "".join(f"{mode} {blob}\t{path}\0" for mode, blob, path in entries).encode("utf-8")
+        lines = b"".join(
+            f"{mode} {blob}\t".encode() + path.encode("utf-8", "surrogateescape") + b"\0"
+            for mode, blob, path in entries
+        )
         env_index = {"GIT_INDEX_FILE": str(index)}
         saved = dict(self.env)
         self.env.update(env_index)
@@ -71,6 +77,11 @@ class ScratchRepository:
             return self.run("write-tree").decode().strip()
         finally:
             self.env = saved
+
+    def paths(self, tree: str) -> set[str]:
+        """Every file path in ``tree``, as `tree` takes them."""
+        out = self.run("ls-tree", "-r", "-z", "--name-only", "--full-tree", tree)
+        return {name.decode("utf-8", "surrogateescape") for name in out.split(b"\0") if name}
 
     def diff(self, old_tree: str, new_tree: str) -> str:
         """The diff from one tree to the other, binary-safe, every file on its own (no renames)."""

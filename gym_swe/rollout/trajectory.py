@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from gym_swe.grading.base import valid_text
 
 
 @dataclass
@@ -144,12 +148,47 @@ class Trajectory:
         return cls(**values)
 
 
+def trajectory_line(trajectory: Trajectory) -> str:
+    """``trajectory`` as one line of JSON, newline included, that encodes as UTF-8 whatever it holds: text
+    that is not valid Unicode (a lone surrogate, from bytes an agent wrote) is written as its escape, and a
+    value JSON has no form for as its ``str``. Append these to write trajectories one at a time."""
+    data = trajectory.to_dict()
+    try:
+        line = json.dumps(data, ensure_ascii=False)
+        line.encode("utf-8")
+    except (UnicodeEncodeError, TypeError):
+        line = json.dumps(_as_valid_json(data), ensure_ascii=False)
+    return line + "\n"
+
+
+def _as_valid_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_text(str(key)): _as_valid_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_as_valid_json(item) for item in value]
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return valid_text(str(value))
+
+
 def save_jsonl(trajectories: Iterable[Trajectory], path: str | Path) -> Path:
+    """Write ``trajectories`` to ``path`` as JSON Lines (`trajectory_line`), all or nothing: they go to a
+    temporary file beside it, renamed over ``path`` once complete, so a failure midway leaves whatever was
+    at ``path`` before, never a truncated file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
-        for trajectory in trajectories:
-            handle.write(json.dumps(trajectory.to_dict(), ensure_ascii=False) + "\n")
+    partial = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.partial")
+    try:
+        with partial.open("x", encoding="utf-8") as handle:
+            for trajectory in trajectories:
+                handle.write(trajectory_line(trajectory))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
     return path
 
 

@@ -23,9 +23,18 @@ def backend_class(name: str) -> type:
     return getattr(importlib.import_module(module), attribute)
 
 
+def check_limits(backend: str, limits: Limits) -> None:
+    """Raise `ConfigError` where ``limits`` do not fit backend ``backend`` beyond what `Limits` checks itself
+    (its writable mounts, filled, could take more memory than ``limits.memory_mb``); the envs call this at
+    make. A backend with more to check has a ``check_limits(limits)`` classmethod."""
+    check = getattr(backend_class(backend), "check_limits", None)
+    if check is not None:
+        check(limits)
+
+
 def make_sandbox(backend: str = "local", **kwargs: Any) -> Sandbox:
     """Create a sandbox by backend name: ``make_sandbox("local")``, ``make_sandbox("docker", image=...)``."""
     return backend_class(backend)(**kwargs)
 
 
-__all__ = ["BACKENDS", "ExecResult", "Limits", "Sandbox", "backend_class", "make_sandbox"]
+__all__ = ["BACKENDS", "ExecResult", "Limits", "Sandbox", "backend_class", "check_limits", "make_sandbox"]

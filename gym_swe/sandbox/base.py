@@ -16,6 +16,13 @@ from typing import Any, Protocol, runtime_checkable
 from gym_swe.errors import ConfigError
 
 MiB = 1024 * 1024
+SHM_MB = 64
+"""Size of /dev/shm in every sandbox (docker's default), a tmpfs charged to the sandbox's memory."""
+SCRATCH_MB = SHM_MB + 64
+"""Memory-backed scratch space every sandbox has beside /tmp: /dev/shm, and docker's own /dev (a 64 MiB
+tmpfs the container's root may write; a local jail's /dev is read-only)."""
+MIN_COMMAND_MB = 64
+"""Memory that filling every scratch mount must still leave to the commands (and the executor) themselves."""
 
 
 @dataclass(frozen=True)
@@ -23,7 +30,9 @@ class Limits:
     """Resource limits for everything that runs in one sandbox."""
 
     memory_mb: int = 4096
-    """Address-space limit per process (local) or memory limit of the container (docker)."""
+    """Memory of everything the sandbox runs, its scratch tmpfs mounts included (/tmp, /dev/shm: see
+    `SCRATCH_MB`): the container's memory limit (docker), the jail's cgroup memory limit (local, where gym_swe
+    may create cgroups: as root; otherwise an address-space limit per process)."""
     processes: int = 256
     """Most processes (and threads) alive at once."""
     file_size_mb: int = 1024
@@ -34,11 +43,13 @@ class Limits:
     """CPU cores' worth of time the sandbox may use at once: the container's CPU quota (docker), the jail's
     cgroup CPU quota (local, where gym_swe may create cgroups: as root)."""
     tmp_mb: int = 1024
-    """Size of the private /tmp (local: a tmpfs)."""
+    """Size of the private /tmp, a tmpfs (local: /var/tmp is the same one). It is memory, so it counts
+    against ``memory_mb``, which must hold it with room to spare (checked here)."""
     disk_mb: int = 2048
     """What the workspace may grow by (local: a fresh workspace, or the copy-on-write layer over a source,
-    lives on a tmpfs of this size, charged to the jail's memory; docker and copied workspaces are bounded per
-    file by ``file_size_mb`` only)."""
+    lives on a tmpfs of this size, charged to the jail's memory, so ``memory_mb`` must hold it too: the envs
+    check that at make, see `LocalSandbox.check_limits`; docker and copied workspaces are bounded per file by
+    ``file_size_mb`` only)."""
     output_bytes: int = 256 * 1024
     """Output kept per stream and command: the head and tail, with a note of how much was cut between."""
 
@@ -50,6 +61,18 @@ class Limits:
                 raise ConfigError(f"Limits.{name} must be a positive int, got {value!r}")
         if not isinstance(self.cpus, (int, float)) or self.cpus <= 0:
             raise ConfigError(f"Limits.cpus must be a positive number, got {self.cpus!r}")
+        # A tmpfs is memory: filled, it is charged to the sandbox's memory like a process. Were the scratch
+        # mounts larger than memory_mb, filling them would end in the kernel's OOM killer taking the executor
+        # (a dead sandbox) rather than in "No space left on device" for the command that filled them.
+        needed = self.tmp_mb + SCRATCH_MB + MIN_COMMAND_MB
+        if needed > self.memory_mb:
+            raise ConfigError(
+                f"Limits.memory_mb={self.memory_mb} cannot hold the sandbox's memory-backed scratch space: "
+                f"Limits.tmp_mb={self.tmp_mb} (/tmp) + {SCRATCH_MB} (/dev/shm and /dev) are tmpfs mounts "
+                f"charged to memory_mb, and commands need at least {MIN_COMMAND_MB} MiB beside them, so "
+                f"memory_mb must be at least {needed}. Raise memory_mb or lower tmp_mb to at most "
+                f"{max(self.memory_mb - SCRATCH_MB - MIN_COMMAND_MB, 0)}."
+            )
 
     def for_executor(self, address_space: bool = True) -> dict[str, int]:
         """The rlimits the in-sandbox executor applies (see executor.apply_limits). ``address_space=False``

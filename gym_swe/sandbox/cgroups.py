@@ -5,8 +5,12 @@ uid maps to host uid 0, and the kernel does not apply RLIMIT_NPROC to root, so a
 host's process table. Where this process may create control groups (root, cgroup v1 or v2 with the pids and
 memory controllers), each jail gets its own, with ``pids.max``, a memory limit and, where the cpu controller
 is there, a CPU quota of ``Limits.cpus`` (so that what an agent leaves running between steps cannot take
-cores from other episodes); everything the jail starts is charged to it. Elsewhere (an unprivileged user)
-RLIMIT_NPROC does apply, the executor's rlimits are the limits, and there is no CPU quota.
+cores from other episodes); everything the jail starts is charged to it, the pages of its tmpfs mounts
+included. Elsewhere (an unprivileged user) RLIMIT_NPROC does apply, the executor's rlimits are the limits,
+and there is no CPU quota.
+
+The cgroup's OOM-kill counter tells a jail whose executor the OOM killer took (the commands used up the
+jail's own memory: the agent's doing) from one killed from outside.
 """
 
 from __future__ import annotations
@@ -29,8 +33,15 @@ _warned = False
 class JailCgroup:
     """The control group(s) of one jail: one directory on cgroup v2, one per controller on v1."""
 
-    def __init__(self, directories: list[Path]) -> None:
+    def __init__(self, directories: list[Path], oom_events: Path | None = None) -> None:
         self.directories = directories
+        # Kept open: the counter is read after every reply the executor gives, so it must cost a pread only.
+        self._oom_fd: int | None = None
+        if oom_events is not None:
+            try:
+                self._oom_fd = os.open(oom_events, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                self._oom_fd = None  # an older kernel without the counter: every death is then unexplained
 
     @classmethod
     def create(cls, name: str, limits: Limits) -> JailCgroup | None:
@@ -59,7 +70,7 @@ class JailCgroup:
         if (CGROUP_ROOT / "cpu" / "cpu.cfs_quota_us").exists():
             cpu.mkdir(parents=True)
             directories.append(cpu)
-        group = cls(directories)
+        group = cls(directories, memory / "memory.oom_control")
         try:
             # bwrap's own two processes count too.
             (pids / "pids.max").write_text(str(limits.processes + 2))
@@ -88,7 +99,7 @@ class JailCgroup:
                 (parent / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing))
         directory = base / name
         directory.mkdir()
-        group = cls([directory])
+        group = cls([directory], directory / "memory.events")
         try:
             (directory / "pids.max").write_text(str(limits.processes + 2))
             (directory / "memory.max").write_text(str(limits.memory_mb * MiB))
@@ -106,6 +117,20 @@ class JailCgroup:
         jail is inside from its first process on (moving it afterwards would race with its forks)."""
         moves = " && ".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))}" for d in self.directories)
         return ["/bin/sh", "-c", f'{moves} && exec "$@"', "gym_swe-jail"]
+
+    def oom_kills(self) -> int | None:
+        """How many processes the OOM killer has taken in this cgroup (None where the kernel does not say)."""
+        if self._oom_fd is None:
+            return None
+        try:
+            text = os.pread(self._oom_fd, 4096, 0).decode("ascii", errors="replace")
+        except OSError:
+            return None
+        for line in text.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit():
+                return int(value)
+        return None
 
     def pids(self) -> list[int]:
         found: set[int] = set()
@@ -132,6 +157,9 @@ class JailCgroup:
         self.remove()
 
     def remove(self) -> None:
+        if self._oom_fd is not None:
+            os.close(self._oom_fd)
+            self._oom_fd = None
         for directory in self.directories:
             try:
                 directory.rmdir()

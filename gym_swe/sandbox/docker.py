@@ -2,11 +2,12 @@
 
 The container's main process is the executor (executor.py), attached through its stdin and stdout: it is
 the container's pid 1, which commands cannot signal. No network by default, memory/CPU/pids limits, a /tmp
-tmpfs of ``Limits.tmp_mb``, fewer capabilities than docker's default, and ``gym_swe.*`` labels (so `gym-swe
-sandbox prune` can find what a crashed run left); for a harness that runs in the container, the directory
-of the proxy's unix socket bound read-only (``proxy_socket_dir``). Commands do not go through ``docker
-exec`` one by one (about 46 ms each here): every command and file transfer is a message on the attached
-stream. Files travel as tar archives.
+tmpfs of ``Limits.tmp_mb`` and a /dev/shm of ``SHM_MB`` (both charged to the container's memory, which
+`Limits` checks can hold them), fewer capabilities than docker's default, and ``gym_swe.*`` labels (so
+`gym-swe sandbox prune` can find what a crashed run left); for a harness that runs in the container, the
+directory of the proxy's unix socket bound read-only (``proxy_socket_dir``). Commands do not go through
+``docker exec`` one by one (about 46 ms each here): every command and file transfer is a message on the
+attached stream. Files travel as tar archives.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_swe.errors import ConfigError, SandboxError, SandboxUnavailableError, missing_dependency
-from gym_swe.sandbox.base import Limits, MiB
+from gym_swe.sandbox.base import SHM_MB, Limits, MiB
 from gym_swe.sandbox.executor_client import EXECUTOR_PATH, ExecutorSandbox, Transport
 
 BASE_IMAGE = "gym-swe-base:latest"
@@ -239,6 +240,7 @@ class DockerSandbox(ExecutorSandbox):
         self.pull = pull
         self.container: Any = None
         self._transport_ref: DockerStreamTransport | None = None
+        self._last_reply = time.time()  # wall clock, as the daemon's events are stamped
         self.cleanup_error: str | None = None  # why removing the container failed, if it did
         self._boot()
         if source is not None:
@@ -297,6 +299,7 @@ class DockerSandbox(ExecutorSandbox):
             cap_drop=list(DROPPED_CAPABILITIES),
             security_opt=["no-new-privileges"],
             tmpfs={"/tmp": f"rw,exec,nosuid,size={limits.tmp_mb}m"},
+            shm_size=f"{SHM_MB}m",
             mounts=self._mounts(docker),
             labels=self.labels,
             environment=self.env,
@@ -320,6 +323,31 @@ class DockerSandbox(ExecutorSandbox):
             self.container.kill(signal=int(signum))  # the executor is the container's main process
         except Exception as error:
             raise SandboxError(f"docker sandbox: could not signal the executor: {error}") from error
+
+    def _replied(self) -> None:
+        self._last_reply = time.time()
+
+    def _exhaustion(self) -> str | None:
+        if self.container is None:
+            return None
+        self.container.reload()  # a container removed from outside, or a daemon gone: raises, so None
+        state = self.container.attrs.get("State", {})
+        # The executor SIGKILLed (137) while the container's own memory limit was hit: Docker's OOMKilled
+        # says the limit was hit at some time in its life, the daemon's "oom" events say when.
+        if state.get("Running") or state.get("ExitCode") != 137 or not state.get("OOMKilled"):
+            return None
+        events = self.container.client.api.events(
+            since=self._last_reply,
+            until=time.time(),  # now: a later bound would keep the stream open until then
+            filters={"container": self.container.id, "event": "oom"},
+            decode=True,
+        )
+        if not any(event.get("Action", event.get("status")) == "oom" for event in events):
+            return None  # the OOM was earlier (a command it killed): the executor died of something else
+        return (
+            f"the OOM killer of the container's own memory limit took its executor: the commands used up the "
+            f"memory they may use (Limits.memory_mb={self.limits.memory_mb}, /tmp and /dev/shm included)"
+        )
 
     def _death_details(self) -> str:
         parts = []

@@ -43,6 +43,7 @@ import os
 import resource
 import select
 import signal
+import stat
 import subprocess
 import sys
 import tarfile
@@ -288,8 +289,14 @@ class Executor(object):
 
     def op_read(self, header, payload):
         limit = int(header["max_bytes"])
-        with open(self.resolve(header["path"]), "rb") as handle:
+        # Never blocking, and never a pipe: a FIFO the agent left in place of a file would hang the executor
+        # (and the host with it), and /proc/self/fd/0 or 1 behind a symlink are its own protocol pipes.
+        fd = os.open(self.resolve(header["path"]), os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            refuse_pipes(os.fstat(fd).st_mode, header["path"])
             data = handle.read(limit + 1)  # a bounded read: /dev/zero or a growing file stops here too
+        if data is None:
+            raise OSError(errno.EAGAIN, "nothing to read now from %s, a device" % header["path"])
         if len(data) > limit:
             raise FileTooLargeError("%s is larger than %d bytes" % (header["path"], limit))
         return {}, data
@@ -299,7 +306,13 @@ class Executor(object):
         parent = os.path.dirname(path)
         if parent and not os.path.isdir(parent):
             os.makedirs(parent)
-        with open(path, "wb") as handle:
+        # As for reads: a FIFO without a reader fails at once (ENXIO) instead of blocking, and only a regular
+        # file is written.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK, 0o666)
+        with os.fdopen(fd, "wb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "%s is not a regular file, so it is not written" % header["path"])
+            os.ftruncate(fd, 0)
             handle.write(payload)
         if header.get("mode") is not None:
             os.chmod(path, int(header["mode"]))
@@ -519,6 +532,11 @@ class BoundedBuffer(io.BytesIO):
         if self.tell() + len(data) > self.limit:
             raise FileTooLargeError("%s come to more than %d bytes" % (self.what, self.limit))
         return io.BytesIO.write(self, data)
+
+
+def refuse_pipes(mode, path):
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise OSError(errno.EINVAL, "%s is a pipe or a socket, not a file" % path)
 
 
 def manifest_entry(path, relative):

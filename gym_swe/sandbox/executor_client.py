@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any, NoReturn, Protocol
 
-from gym_swe.errors import FileTooLargeError, SandboxCrashedError, SandboxError
+from gym_swe.errors import FileTooLargeError, SandboxCrashedError, SandboxError, SandboxExhaustedError
 from gym_swe.sandbox.base import ExecResult, Limits, join_head_tail
 from gym_swe.sandbox.protocol import MAX_HEADER_BYTES, ProtocolViolation, check_reply, parse_header
 
@@ -77,6 +77,7 @@ class ExecutorSandbox(ABC):
         self._transport: Transport | None = None
         self._closed = False
         self._dead_reason: str | None = None
+        self._dead_error: type[SandboxCrashedError] = SandboxCrashedError
         self._next_id = 0
         self._running_command = False
         self.executor_info: dict[str, Any] = {}
@@ -93,6 +94,16 @@ class ExecutorSandbox(ABC):
     def _death_details(self) -> str:
         """What the backend knows about why the sandbox died (exit status, OOM kill, stderr)."""
         return ""
+
+    def _exhaustion(self) -> str | None:
+        """Called once the executor is lost: why its death was the sandbox's own commands' doing (killed by
+        the OOM killer of the sandbox's own memory limit since the last reply it gave), or None for any other
+        death (killed from outside, a daemon gone). Must be read before `_stop` removes the evidence."""
+        return None
+
+    def _replied(self) -> None:  # noqa: B027 (a backend that needs no note does nothing)
+        """Called after every well-formed reply: the executor was alive then (a backend notes what it needs
+        to tell, should it die later, whether it died of the commands' own resource use)."""
 
     def _signal_executor(self, signum: int) -> None:
         """Send the executor a signal from the host (the backend knows where it runs)."""
@@ -169,7 +180,7 @@ class ExecutorSandbox(ABC):
             if self._closed:
                 raise SandboxError(f"{self.backend} sandbox is closed")
             if self._dead_reason is not None:
-                raise SandboxCrashedError(self._dead_reason)
+                raise self._dead_error(self._dead_reason)
             assert self._transport is not None
             wait = REQUEST_SECONDS if timeout is None else timeout + HUNG_GRACE_SECONDS
             deadline = time.monotonic() + wait
@@ -187,6 +198,7 @@ class ExecutorSandbox(ABC):
                 self._die(f"the executor did not answer within {wait:.0f} s ({op})")
             except (OSError, ValueError, EOFError) as error:
                 self._die(f"lost the executor during {op!r}: {error}")
+            self._replied()
         if not reply["ok"]:
             kind, message = reply["kind"], reply["error"]
             if kind in _FILE_ERRORS:
@@ -195,17 +207,23 @@ class ExecutorSandbox(ABC):
         return reply, data
 
     def _die(self, reason: str) -> NoReturn:
-        details = ""
+        exhaustion = details = None
+        try:
+            exhaustion = self._exhaustion()
+        except Exception:  # no evidence of the commands' doing: a death like any other
+            exhaustion = None
         try:
             details = self._death_details()
         except Exception as error:  # diagnostics are best effort; the reason itself must survive
             details = f"(could not inspect the sandbox: {error})"
-        self._dead_reason = f"{self.backend} sandbox died: {reason}" + (f"; {details}" if details else "")
+        parts = [f"{self.backend} sandbox died: {reason}", exhaustion, details]
+        self._dead_reason = "; ".join(part for part in parts if part)
+        self._dead_error = SandboxExhaustedError if exhaustion else SandboxCrashedError
         self._buffer.clear()
         try:
             self._stop()
         finally:
-            raise SandboxCrashedError(self._dead_reason)
+            raise self._dead_error(self._dead_reason)
 
     def _receive(
         self, op: str, request_id: int | None, max_payload: int, deadline: float

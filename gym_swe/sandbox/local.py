@@ -1,9 +1,15 @@
 """The ``local`` backend: one bubblewrap jail per sandbox, kept alive for the sandbox's whole life.
 
 Inside the jail: the host system read-only (``/usr``, ``/etc`` and the ``/bin``, ``/lib`` links), the
-workspace writable at its in-sandbox path, a private ``/tmp`` tmpfs, fresh ``/proc`` and ``/dev``, no
-network, its own pid/ipc/uts/user namespaces and no capabilities. The host's home, the project checkout and
-other sandboxes' workspaces are simply not there. Commands run as uid 1000 under the rlimits of `Limits`.
+workspace writable at its in-sandbox path, a private ``/tmp`` tmpfs (``/var/tmp`` leads there), fresh
+``/proc`` and a read-only ``/dev`` with its own ``/dev/shm``, no network, its own pid/ipc/uts/user namespaces
+and no capabilities. The host's home, the project checkout and other sandboxes' workspaces are simply not
+there. Commands run as uid 1000 under the rlimits of `Limits`.
+
+Every place a command may write is a tmpfs of a set size (``/tmp``: ``Limits.tmp_mb``, ``/dev/shm``:
+``SHM_MB``, a fresh or copy-on-write workspace: ``Limits.disk_mb``); the rest of the jail's root, a tmpfs
+bwrap makes without a size, is read-only. Filling them ends in "No space left on device" for the command,
+never in the OOM killer taking the executor.
 
 The executor (see executor.py) is the jail's only long-lived process; killing the jail (bwrap dies, taking
 its pid namespace with it) ends everything the agent started, background processes included.
@@ -27,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gym_swe.errors import ConfigError, SandboxError, SandboxUnavailableError, unknown_name
-from gym_swe.sandbox.base import Limits, MiB
+from gym_swe.sandbox.base import MIN_COMMAND_MB, SHM_MB, Limits, MiB
 from gym_swe.sandbox.cgroups import JailCgroup
 from gym_swe.sandbox.executor_client import EXECUTOR_PATH, ExecutorSandbox, Transport
 
@@ -153,6 +159,7 @@ class LocalSandbox(ExecutorSandbox):
         self._process: subprocess.Popen[bytes] | None = None
         self._jail_pid: int | None = None  # the jail's pid 1, as the host sees it
         self._cgroup: JailCgroup | None = None
+        self._oom_kills_seen = 0  # the cgroup's OOM kills by the executor's last reply
         if isolation == "bwrap" and shutil.which("bwrap") is None:
             raise SandboxUnavailableError(BWRAP_INSTALL_HINT)
         try:
@@ -199,6 +206,21 @@ class LocalSandbox(ExecutorSandbox):
             self.workdir = str(self.host_workspace)
         self._boot()
 
+    @classmethod
+    def check_limits(cls, limits: Limits) -> None:
+        """A jail's workspace (fresh, or the copy-on-write layer over a source) is a tmpfs of ``disk_mb``,
+        charged to the jail's memory with /tmp and /dev/shm: ``memory_mb`` must hold them all, filled, and
+        leave room to the commands; else filling them would end in the OOM killer, not a full disk."""
+        needed = limits.tmp_mb + SHM_MB + limits.disk_mb + MIN_COMMAND_MB
+        if needed > limits.memory_mb:
+            raise ConfigError(
+                f"Limits.memory_mb={limits.memory_mb} cannot hold a local jail's tmpfs mounts: "
+                f"Limits.tmp_mb={limits.tmp_mb} (/tmp) + {SHM_MB} (/dev/shm) + "
+                f"Limits.disk_mb={limits.disk_mb} (the workspace) are charged to the jail's memory, and "
+                f"commands need at least {MIN_COMMAND_MB} MiB beside them, so memory_mb must be at least "
+                f"{needed}. Raise memory_mb, or lower tmp_mb or disk_mb."
+            )
+
     # -- the jail ------------------------------------------------------------------------------------------
     def _environment(self) -> dict[str, str]:
         env = {
@@ -242,8 +264,9 @@ class LocalSandbox(ExecutorSandbox):
         argv += [
             "--proc", "/proc",
             "--dev", "/dev",
+            "--size", str(SHM_MB * MiB), "--tmpfs", "/dev/shm",
             "--size", str(self.limits.tmp_mb * MiB), "--tmpfs", "/tmp",
-            "--tmpfs", "/var/tmp",
+            "--symlink", "/tmp", "/var/tmp",  # one budget for both: an unsized tmpfs would be host memory
             "--dir", "/run",
         ]  # fmt: skip
         if self.layout == "tmpfs":
@@ -268,6 +291,9 @@ class LocalSandbox(ExecutorSandbox):
         argv += ["--ro-bind", str(EXECUTOR_PATH), JAIL_EXECUTOR]
         if not Path("/usr/bin/python").exists():  # models type `python`; Debian only has python3
             argv += ["--symlink", python, f"{JAIL_BIN}/python"]
+        # The jail's root and /dev are tmpfs mounts bwrap makes without a size: writable, they would be host
+        # memory without a bound. Everything mounted on them above stays as it was.
+        argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
         argv += ["--disable-userns", "--chdir", self.workdir, "--clearenv"]
         for key, value in self._environment().items():
             argv += ["--setenv", key, value]
@@ -346,6 +372,29 @@ class LocalSandbox(ExecutorSandbox):
         if self.isolation == "none" or self._jail_pid is None:
             raise SandboxError("local sandbox: interrupting needs the jail (isolation='bwrap')")
         os.kill(self._jail_pid, signum)  # the executor is the jail's pid 1
+
+    def _replied(self) -> None:
+        if self._cgroup is not None:
+            self._oom_kills_seen = self._cgroup.oom_kills() or 0
+
+    def _exhaustion(self) -> str | None:
+        if self._cgroup is None or self._process is None:
+            return None
+        kills = self._cgroup.oom_kills()
+        if kills is None or kills <= self._oom_kills_seen:
+            return None  # the OOM killer took nothing since the last reply
+        try:
+            # bwrap passes on its pid 1's death as 128 + the signal: 137 is the executor SIGKILLed. The jail
+            # itself killed (from outside, or by close()) reads as -9 instead.
+            status = self._process.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            return None  # the executor is alive (hung, not dead): not the OOM killer's work
+        if status != 128 + signal.SIGKILL:
+            return None
+        return (
+            f"the OOM killer of the jail's own memory limit took its executor: the commands used up the "
+            f"memory they may use (Limits.memory_mb={self.limits.memory_mb}, /tmp and /dev/shm included)"
+        )
 
     def _death_details(self) -> str:
         parts = []

@@ -37,6 +37,8 @@ and gpt-oss ``analysis`` messages.
 
 Neither entry point raises, whatever the input. A malformed call becomes a :class:`ParseError` whose
 message names the format the model tried, says what was wrong, and shows a correct call in that format.
+What comes back is bounded whatever the input: at most ``MAX_ERRORS`` errors (the last one says how many more
+there were) of at most ``MAX_ERROR_CHARS`` characters each, in valid Unicode.
 """  # noqa: RUF002 (the DeepSeek tokens really are written with full-width bars)
 
 from __future__ import annotations
@@ -85,6 +87,11 @@ class ParsedCalls:
 _MAX_CHARS = 1_000_000
 _SNIPPET_CHARS = 200
 _MAX_NAME = 256
+MAX_ERRORS = 20
+"""Most errors reported for one message: past that, one more says how many were left out (a megabyte of
+broken calls would otherwise be tens of thousands of messages, each several times longer than its call)."""
+MAX_ERROR_CHARS = 1_000
+"""Longest error message: a message may quote what the model wrote (a tool name, say)."""
 
 _EXAMPLES = {
     "hermes": '<tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call>',
@@ -962,6 +969,33 @@ def _unknown_tool(name: str, known: list[str]) -> str:
     return message
 
 
+def _bounded_text(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters of valid Unicode (a lone surrogate written as its escape):
+    its head and tail, which say what was wrong and how to write the call, around a note of what was cut."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    if len(text) <= limit:
+        return text
+    half = (limit - 40) // 2
+    return f"{text[:half]} [... {len(text) - 2 * half} characters cut ...] {text[-half:]}"
+
+
+def _bounded_errors(errors: list[ParseError]) -> tuple[ParseError, ...]:
+    kept = [
+        ParseError(
+            _bounded_text(error.message, MAX_ERROR_CHARS), _bounded_text(error.snippet, 2 * _SNIPPET_CHARS)
+        )
+        for error in errors[:MAX_ERRORS]
+    ]
+    if len(errors) > MAX_ERRORS:
+        left_out = len(errors) - MAX_ERRORS
+        message = (
+            f"{left_out} more tool call(s) in this message could not be read either; they are not listed. "
+            "Fix the calls above, and write fewer calls per message."
+        )
+        kept.append(ParseError(message, ""))
+    return tuple(kept)
+
+
 def _finish(
     found: list[_Found], known: list[str] | None, content: str, extra: list[ParseError]
 ) -> ParsedCalls:
@@ -969,12 +1003,15 @@ def _finish(
     errors: list[ParseError] = []
     for item in sorted(found, key=lambda f: f.pos):
         if item.call is not None and known is not None and item.call.name not in known:
-            errors.append(ParseError(_unknown_tool(item.call.name, known), _snippet(item.snippet)))
+            if len(errors) <= MAX_ERRORS:  # past that only the count is reported: spare difflib the work
+                errors.append(ParseError(_unknown_tool(item.call.name, known), _snippet(item.snippet)))
+            else:
+                errors.append(ParseError("", ""))
         elif item.call is not None:
             calls.append(item.call)
         elif item.error is not None:
             errors.append(item.error)
-    return ParsedCalls(tuple(calls), tuple(errors + extra), content)
+    return ParsedCalls(tuple(calls), _bounded_errors(errors + extra), content)
 
 
 def _parse_text(text: str, known: list[str] | None) -> ParsedCalls:

@@ -18,7 +18,7 @@ from tests.conftest import REPO_ROOT
 from tests.redteam.scripted import bash, make_env
 
 BACKENDS = ["local", "docker"]
-LIMITS = Limits(memory_mb=512, processes=128, file_size_mb=64, disk_mb=128)
+LIMITS = Limits(memory_mb=512, processes=128, file_size_mb=64, disk_mb=128, tmp_mb=128)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -62,6 +62,49 @@ def test_disk_fill(env) -> None:
     if env.unwrapped.sandbox_backend == "local":  # the workspace is a tmpfs of disk_mb
         assert "No space left" in many
     step(env, "rm -f big f*")
+    still_usable(env)
+
+
+def test_filling_every_place_it_can_write_ends_in_a_full_disk_not_a_dead_sandbox(env) -> None:
+    """Every writable mount backed by memory is sized inside the memory budget: filled, it says "No space
+    left" to the command, and the sandbox lives (an unsized one filled the jail's memory, and the OOM killer
+    took the executor: an episode the trainer would drop as the sandbox's failure)."""
+    local = env.unwrapped.sandbox_backend == "local"
+    # (a container's /var/tmp and its workspace are on its writable layer: disk, bounded per file only)
+    mounts = ["/tmp", "/dev/shm"] + (["/var/tmp", "/workspace"] if local else ["/dev"])
+    for mount in mounts:
+        observation, ended, info = step(
+            env,
+            f"for i in $(seq 1 12); do head -c 60000000 /dev/zero > {mount}/fill$i || break; done; df -m {mount} | tail -1",
+        )
+        assert not ended and "No space left" in observation, (mount, observation, info.get("error"))
+    if local:  # the rest of the jail's root is read-only: bwrap makes it a tmpfs without a size
+        observation, ended, _ = step(env, "for d in / /run /dev /var; do echo x > $d/fill; done 2>&1")
+        assert not ended and observation.count("Read-only file system") == 4, observation
+    still_usable(env)
+    step(env, "rm -f " + " ".join(f"{mount}/fill*" for mount in mounts))
+    still_usable(env)
+
+
+def test_an_agent_that_uses_up_its_memory_fails_its_episode_scored(env) -> None:
+    """The agent fills its memory-backed mounts, then starts processes each smaller than the executor until
+    the OOM killer of the sandbox's own memory limit takes the largest: the executor. That is the agent's
+    doing, so the episode ends as its failure, scored 0 with the reason, never as a sandbox error a trainer
+    would leave out of the loss."""
+    step(
+        env,
+        "for d in /tmp /dev/shm; do for i in 1 2 3; do head -c 60000000 /dev/zero > $d/f$i; done; done 2>&1",
+    )
+    observation, reward, terminated, truncated, info = env.step(
+        bash(
+            "for i in $(seq 100); do python3 -c 'import time; x = bytearray(3 << 20); time.sleep(30)' & done; wait"
+        )
+    )
+    assert terminated and not truncated and reward == 0.0, info.get("error")
+    assert "error" not in info and info["end_reason"] == "out_of_memory"
+    assert "OOM killer" in info["grade"]["rejection"] and not info["grade"]["error"]
+    assert "ran out of memory" in observation
+    env.reset(options={"task_id": "GymSwe/0"})
     still_usable(env)
 
 

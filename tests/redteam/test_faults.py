@@ -58,6 +58,29 @@ def test_container_killed_from_outside(env_id: str, task_id: str) -> None:
     next_episode_works(env, task_id)
 
 
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_a_kill_from_outside_after_the_agents_own_oom_is_still_the_sandboxs_failure(backend: str) -> None:
+    """An executor killed by the agent's own memory use is the agent's failure (test_containment); one killed
+    from outside is not, even in an episode where the OOM killer already took one of the agent's commands."""
+    from gym_swe.sandbox import Limits
+
+    limits = Limits(memory_mb=512, tmp_mb=128, disk_mb=128)
+    env = make_env("CodeDebug-v0", backend, limits=limits)
+    env.reset(options={"task_id": "GymSwe/0"})
+    assert "exit code -9" in env.step(bash("python3 -c 'x = bytearray(2 << 30)'"))[0]  # the OOM killer's
+    assert env.step(bash("echo two"))[0] == "two"
+    sandbox = env.unwrapped.sandbox
+    if backend == "docker":
+        sandbox.container.kill()
+    else:
+        os.kill(sandbox._jail_pid, signal.SIGKILL)  # the executor alone, as an OOM kill would take it
+    _observation, reward, terminated, truncated, info = env.step(bash("echo three"))
+    assert truncated and not terminated and reward == 0.0
+    assert info["end_reason"] == "sandbox_error" and "sandbox died" in info["error"]
+    assert info["grade"]["error"] and not info["grade"]["rejection"]
+    next_episode_works(env, "GymSwe/0")
+
+
 def restart_docker_daemon() -> None:
     from gym_swe.sandbox.docker import docker_client
 

@@ -145,7 +145,7 @@ def test_writes_do_not_reach_the_host(sandbox) -> None:
 
 def test_close_leaves_nothing_running(sandbox_backend: str) -> None:
     marker = f"{uuid.uuid4().int % 10**6}.75"
-    box = make_sandbox(sandbox_backend, limits=Limits(memory_mb=512))
+    box = make_sandbox(sandbox_backend, limits=Limits(memory_mb=512, tmp_mb=128))
     box.exec(f"(setsid nohup sleep {marker} >/dev/null 2>&1 &); sleep {marker} >/dev/null 2>&1 &")
     assert f"sleep {marker}" in box.exec("ps -eo args").stdout
     container_id = box.container.id if sandbox_backend == "docker" else None

@@ -21,13 +21,15 @@ def _docker() -> None:
 
 
 def test_container_has_limits_labels_and_no_network() -> None:
-    limits = Limits(memory_mb=300, processes=64, cpus=0.5)
+    limits = Limits(memory_mb=300, processes=64, cpus=0.5, tmp_mb=64)
     with DockerSandbox(limits=limits, labels={"task": "t1"}) as box:
         box.container.reload()
         host_config = box.container.attrs["HostConfig"]
         assert host_config["NetworkMode"] == "none"
         assert host_config["Memory"] == 300 * 1024 * 1024
         assert host_config["MemorySwap"] == 300 * 1024 * 1024
+        assert host_config["ShmSize"] == 64 * 1024 * 1024
+        assert host_config["Tmpfs"] == {"/tmp": "rw,exec,nosuid,size=64m"}
         assert host_config["PidsLimit"] == 64
         assert host_config["NanoCpus"] == 500_000_000
         labels = box.container.labels

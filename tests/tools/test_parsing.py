@@ -901,6 +901,35 @@ def openai_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
+@pytest.mark.parametrize(
+    "unit",
+    [
+        "<tool_call>{",
+        "[TOOL_CALLS]",
+        "<tool_code>bash(",
+        '<tool_call>{"name": "x' + "y" * 3000 + '"}</tool_call>',
+    ],
+    ids=["unclosed hermes", "mistral without a list", "unclosed tool_code", "long unknown names"],
+)
+def test_the_errors_of_a_flood_of_broken_calls_are_bounded(unit: str) -> None:
+    """One error per broken call, each quoting what the model wrote, made a megabyte of them tens of
+    megabytes of feedback: at most MAX_ERRORS come back, the last saying how many more there were."""
+    from gym_swe.tools.parsing import MAX_ERROR_CHARS, MAX_ERRORS
+
+    result = parse_tool_calls(unit * (999_000 // len(unit)), known_tools=["bash", "submit"])
+    assert len(result.errors) == MAX_ERRORS + 1
+    assert all(len(error.message) <= MAX_ERROR_CHARS for error in result.errors)
+    assert "could not be read either" in result.errors[-1].message
+
+
+def test_error_messages_are_valid_text_of_bounded_length() -> None:
+    name = "\ud800" + "n" * 5000
+    message = {"tool_calls": [{"function": {"name": name, "arguments": "{oops"}}]}
+    (error,) = calls_from_message(message, known_tools=["bash"]).errors
+    assert len(error.message) <= 1000 and "not valid JSON" in error.message
+    error.message.encode("utf-8")  # the lone surrogate is written as its escape
+
+
 def test_message_tool_calls_with_string_and_dict_arguments() -> None:
     message = {
         "role": "assistant",
