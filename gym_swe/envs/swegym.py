@@ -33,6 +33,8 @@ from gym_swe.tasks.swe import (
 )
 
 WORKDIR = "/testbed"
+CALIBRATION_TRIES = 3
+"""Grades of a task that may calibrate its sealed checks before an env gives up on them (decoys alone)."""
 PRISTINE_CACHE_SIZE = 64
 """Tasks whose pristine grading state (the probe, the manifest) an env keeps, most recently graded first."""
 
@@ -161,6 +163,7 @@ class SWEGymEnv(ToolEnv):
         super().__init__(**kwargs)  # the kwargs every env takes (ToolEnv): tasks, sandbox, reward, ...
         self._pristine: OrderedDict[tuple[str, ...], tuple[Environment, dict[str, Entry]]] = OrderedDict()
         self._sealable: dict[tuple[str, ...], frozenset[str]] = {}
+        self._failed_calibrations: dict[tuple[str, ...], int] = {}
 
     def _load_tasks(self, source: str) -> TaskSet[SWETask]:
         if not isinstance(source, str):
@@ -251,7 +254,7 @@ class SWEGymEnv(ToolEnv):
         key = self._seal_key(task)
         if key not in self._sealable:
             self._calibrate(task)
-        return self._sealable[key]
+        return self._sealable.get(key, frozenset())
 
     def _calibrate(self, task: SWETask) -> None:
         """Learn which checks of the task can be sealed: from disk, else by grading its gold patch the
@@ -268,9 +271,18 @@ class SWEGymEnv(ToolEnv):
                 grader, task, reward=mode, timeout=self.test_timeout, workdir=WORKDIR,
                 environment=environment, pristine=pristine,
             )  # fmt: skip
-        if grade.error is None:
+        if grade.resolved:
             seals.store(task, key, sealable)
-        self._sealable[key] = sealable
+            self._sealable[key] = sealable
+            return
+        # A gold patch that did not resolve the task here (a timeout under load, a test that needs the
+        # network) says nothing of what can be sealed: nothing is kept, and a later grade tries again, up
+        # to CALIBRATION_TRIES times in all; then this env grades the task with decoys alone.
+        self._failed_calibrations[key] = self._failed_calibrations.get(key, 0) + 1
+        logger.warning("%s: its gold patch did not resolve it when calibrating sealed checks (%s)",
+                       task.instance_id, grade.rejection or grade.error or "tests failed")  # fmt: skip
+        if self._failed_calibrations[key] >= CALIBRATION_TRIES:
+            self._sealable[key] = frozenset()
 
     def _pristine_state(self, task: SWETask, grader: Sandbox) -> tuple[Environment, dict[str, Entry]]:
         """The probe of the task's python and the manifest of its pristine tree, taken in ``grader`` before

@@ -213,6 +213,13 @@ def plain(value, depth=0, budget=None):
     if isinstance(value, dict):
         items = [[plain(k, depth + 1, budget), plain(v, depth + 1, budget)] for k, v in dict.items(value)]
         return {"$": "dict", "v": items}
+    # A number of another type (Fraction, Decimal, numpy's) that is exactly an int or a float, as that one
+    try:
+        for kind in (int, float):
+            if kind(value) == value and type(kind(value)) is kind:
+                return plain(kind(value), depth, budget)
+    except Exception:
+        pass
     raise NotPlain(type(value).__name__)
 
 

@@ -34,7 +34,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gym_swe.errors import FileTooLargeError, GradingError
+from gym_swe.errors import FileTooLargeError, GradingError, SandboxCrashedError, SandboxError
 from gym_swe.grading import seals
 from gym_swe.grading.base import Grade, TestResult, reward_for
 from gym_swe.grading.changes import Entry, compare, manifest
@@ -244,8 +244,8 @@ def _grade(
     log.append(f"$ pytest {' '.join(pytest_options)}\n[exit {run.exit_code}"
                f"{', timed out' if run.timed_out else ''}]\n{run.output[-30_000:]}")  # fmt: skip
     try:
-        outcomes = junit_outcomes(sandbox.read_file(report, max_bytes=MAX_REPORT_BYTES))
-    except (FileNotFoundError, FileTooLargeError, JUnitReportError) as error:
+        outcomes = junit_outcomes(_read_report(sandbox, report))
+    except (OSError, FileTooLargeError, JUnitReportError) as error:
         if run.timed_out:
             reason = "timed out"
         else:
@@ -275,10 +275,24 @@ def _grade(
     # Calibrating, the checks held in the process (the gold patch is the task's own): the records only say
     # which of them can be sealed. Otherwise a case passes only where its sealed checks held outside.
     sealable = seals.calibrated(sealing.seals, records, outcomes) if calibrating else set()
-    for case, why in ({} if calibrating else seals.broken(sealing.seals, records, outcomes)).items():
-        log.append(f"{case}: reported passed, but {why}")
-        outcomes[case] = "failed"
-    return _result(task, filtered.diff, match_outcomes(expected, outcomes), reward, log, start), sealable
+    matched: dict[str, list[str]] = {}
+    found = match_outcomes(expected, outcomes, matched)
+    for raw, why in ({} if calibrating else seals.judge(sealing.seals, records, outcomes, matched)).items():
+        if found.get(raw) == "passed":
+            log.append(f"{raw}: reported passed, but {why}")
+            found[raw] = "failed"
+    return _result(task, filtered.diff, found, reward, log, start), sealable
+
+
+def _read_report(sandbox: Sandbox, path: str) -> bytes:
+    """What the run wrote at ``path``. It can leave anything there; what is not a readable file is an
+    OSError here (the submission's doing), while a sandbox that died stays a SandboxCrashedError."""
+    try:
+        return sandbox.read_file(path, max_bytes=MAX_REPORT_BYTES)
+    except (SandboxCrashedError, FileTooLargeError):
+        raise
+    except SandboxError as error:
+        raise OSError(str(error)) from None
 
 
 def _unsealed(grade: Grade) -> tuple[Grade, set[str]]:
@@ -288,9 +302,9 @@ def _unsealed(grade: Grade) -> tuple[Grade, set[str]]:
 
 def _seal_records(sandbox: Sandbox) -> list[seals.Record]:
     try:
-        return seals.read_records(sandbox.read_file(SEAL_RECORDS, max_bytes=MAX_REPORT_BYTES))
-    except (FileNotFoundError, FileTooLargeError):
-        return []  # every sealed check of a passed case then fails: nothing was recorded
+        return seals.read_records(_read_report(sandbox, SEAL_RECORDS))
+    except (OSError, FileTooLargeError):
+        return []  # every sealed check of a passed case then fails: nothing readable was recorded
 
 
 def _seal_and_plant(

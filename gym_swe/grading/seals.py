@@ -4,23 +4,32 @@ Repository tests run in the process of the code under test, so whatever that pro
 code that has read gym_swe can rewrite pytest's report at exit, and where it can tell the task's tests from
 the decoys beside them (the buggy outputs it sees, which values look right) decoys do not stop it. A sealed
 check takes the expectation out of the process instead. A check of a FAIL_TO_PASS test that compares with a
-literal,
+literal for equality,
 
-    assert ACTUAL == EXPECTED       assert EXPECTED in ACTUAL       assert EXPECTED not in ACTUAL
-    assert ACTUAL == pytest.approx(EXPECTED)       self.assertEqual(ACTUAL, EXPECTED)  (assertIn, assertNotIn)
+    assert ACTUAL == EXPECTED   assert ACTUAL == pytest.approx(EXPECTED)   self.assertEqual(ACTUAL, EXPECTED)
 
 is written ``_gym_seal("TOKEN", ACTUAL)``: the run records ACTUAL as plain data (the driver's ``_gym_seal``
-writes it out as JSON, reading ``str``, ``int``, lists and dicts through their base types), and the grader,
-outside the process, holds it against EXPECTED. A case of the test passes only if pytest says so *and* every
-sealed check of it held. The literal is nowhere the run can read (the test patch is removed before the run,
-the file holds the token), so no report or record the run writes can make a sealed check hold without ACTUAL
-being right: the code has to compute it.
+writes it out as JSON, reading ``str``, ``int``, lists and dicts through their base types, and numbers of
+other types, ``Fraction``, ``Decimal``, numpy's, as the int or float they equal exactly), and the grader,
+outside the process, holds it against EXPECTED. The task's test passes only if pytest says so and its sealed
+checks held, judged on the task's side (`judge`): every report entry the task's id was matched to must be the
+test's own, exactly as pytest names it, with its records holding, so an entry the run reworded to pass for
+the test counts for nothing. The literal is nowhere the run can read from the grader (the test patch is
+removed before the run, the file holds the token), so no report or record the run writes makes a sealed check
+hold without ACTUAL being right: the code has to compute it, or find the literal in what the run can read (a
+value that is also in another test's parameter table is no secret).
+
+Only equality is sealed: records are the run's to write, and ``EXPECTED in ACTUAL`` or ``not in`` hold for
+values made without knowing EXPECTED. A check of a test with several cases (parameters, parametrised
+fixtures) is not sealed either: a literal the same in every case would be learned from a case the bug gets
+right.
 
 Which checks can be sealed is learned once per task from the gold patch (`calibrating`): the checks are
 sealed with EXPECTED given, so the run also holds them in the process with Python's own semantics, and a
-check qualifies only where, with the fix, every case recorded plain data that holds outside as it did
+check qualifies only where, with the fix, its one case recorded plain data that holds outside as it did
 inside. A check whose value is a project object (``Version("1.2") == "1.2"``, compared by the object's own
-``__eq__``) cannot be sealed, and keeps its decoys.
+``__eq__``) cannot be sealed, and keeps its decoys. Only the calibration of a gold patch that resolved the
+task is kept.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_swe.grading import test_source
-from gym_swe.grading.test_ids import TestId
+from gym_swe.grading.test_ids import TestId, parse_test_id
 
 SEAL_CHECKS = True
 """Whether the grader seals the checks it can (tests turn it off to show what decoys alone do)."""
@@ -48,7 +57,6 @@ FUNCTION = "_gym_seal"
 MAX_RECORD_CHARS = 8 * 1024 * 1024
 """A value recorded larger than this is not plain data to the grader (the case fails)."""
 _EQUAL_CALLS = frozenset({"assertEqual", "assertEquals"})
-_IN_CALLS = {"assertIn": "in", "assertNotIn": "not in"}
 
 
 @dataclass(frozen=True)
@@ -131,8 +139,6 @@ def _form(statement: ast.stmt) -> tuple[str, ast.expr, ast.expr] | None:
                     return "approx", actual, inner
                 if _literal(expected) and not _literal(actual):
                     return "==", actual, expected
-        if isinstance(op, (ast.In, ast.NotIn)) and _literal(left) and not _literal(right):
-            return ("in" if isinstance(op, ast.In) else "not in"), right, left
         return None
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         call, name = statement.value, test_source.callee(statement.value)
@@ -144,8 +150,6 @@ def _form(statement: ast.stmt) -> tuple[str, ast.expr, ast.expr] | None:
                 return "==", first, second
             if _literal(first) and not _literal(second):
                 return "==", second, first
-        if name in _IN_CALLS and _literal(first) and not _literal(second):
-            return _IN_CALLS[name], second, first
     return None
 
 
@@ -228,9 +232,9 @@ def read_records(data: bytes) -> list[Record]:
         try:
             raw = json.loads(line)
             token, case = str(raw["token"]), str(raw["case"])
-        except (ValueError, KeyError, TypeError):
-            continue
-        value = decode(raw.get("value")) if raw.get("plain") else OPAQUE
+            value = decode(raw.get("value")) if raw.get("plain") else OPAQUE
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
+            continue  # the run writes this file too: a line that is not a record counts for nothing
         held = raw.get("held") if isinstance(raw.get("held"), bool) else None
         records.append(Record(token, case.rsplit(" (", 1)[0], value, held))
     return records
@@ -260,18 +264,13 @@ def decode(data: Any) -> Any:
 
 def holds(op: str, expected: Any, value: Any) -> bool:
     """Whether a recorded ``value`` meets the check ``op`` against ``expected``, as Python says for data."""
-    if value is OPAQUE:
+    if value is OPAQUE or op not in ("==", "approx"):
         return False
     try:
         if op == "==":
             return bool(value == expected)
-        if op == "in":
-            return bool(expected in value)
-        if op == "not in":
-            return bool(expected not in value)
-        if op == "approx":
-            return _approx(value, expected)
-    except (TypeError, ValueError):
+        return _approx(value, expected)
+    except Exception:  # a value the run wrote, compared: whatever goes wrong, it did not hold
         return False
     return False
 
@@ -327,6 +326,30 @@ def _cases(outcomes: Mapping[str, str], node: str) -> dict[str, str]:
     return found
 
 
+def judge(
+    seals: Sequence[Seal],
+    records: Sequence[Record],
+    outcomes: Mapping[str, str],
+    matched: Mapping[str, Sequence[str]],
+) -> dict[str, str]:
+    """The task's ids (keys of ``matched``, each with the report ids its outcome was taken from) that must
+    fail although the report passed them: an id of a test with sealed checks passes only if each report
+    entry it was matched to is that test's own, exactly as pytest names it, and its sealed checks held."""
+    bad = broken(seals, records, outcomes)
+    nodes = {sealed.check.node for sealed in seals}
+    failed: dict[str, str] = {}
+    for raw, report_ids in matched.items():
+        node = parse_test_id(raw).node
+        if node not in nodes:
+            continue
+        for report_id in report_ids:
+            if report_id != node and not report_id.startswith(node + "["):
+                failed[raw] = f"the report entry {report_id!r} is not the sealed test as pytest names it"
+            elif report_id in bad:
+                failed[raw] = bad[report_id]
+    return failed
+
+
 def broken(seals: Sequence[Seal], records: Sequence[Record], outcomes: Mapping[str, str]) -> dict[str, str]:
     """The report's test cases that passed there but whose sealed checks did not hold (no record, a value
     that is not plain data, a value that does not meet the check), each with why."""
@@ -358,8 +381,8 @@ def calibrated(seals: Sequence[Seal], records: Sequence[Record], outcomes: Mappi
     for sealed in seals:
         check = sealed.check
         cases = _cases(outcomes, check.node)
-        if not cases or any(outcome != "passed" for outcome in cases.values()):
-            continue
+        if list(cases) != [""] or cases[""] != "passed":
+            continue  # not run, not passed, or several cases (one the bug gets right would give the value)
         made = _by_case(records, sealed)
         expected = ast.literal_eval(check.expected)
 
@@ -373,7 +396,7 @@ def calibrated(seals: Sequence[Seal], records: Sequence[Record], outcomes: Mappi
 
 # -- what calibration learned, kept on disk ---------------------------------------------------------------
 
-VERSION = 1
+VERSION = 2
 """Bumped when what makes a check sealable changes: calibrations of an older version are taken again."""
 
 

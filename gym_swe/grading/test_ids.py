@@ -397,7 +397,9 @@ def _aggregate(outcomes: list[str]) -> str:
     return _worst(outcomes)
 
 
-def match_outcomes(ids: Iterable[str], outcomes: Mapping[str, str]) -> dict[str, str]:
+def match_outcomes(
+    ids: Iterable[str], outcomes: Mapping[str, str], matched: dict[str, list[str]] | None = None
+) -> dict[str, str]:
     """Dataset id -> outcome, looked up in a report's ``node id -> outcome`` (e.g. from `junit_outcomes`).
 
     Pass all of a task's ids (FAIL_TO_PASS and PASS_TO_PASS) in one call. For each pytest-style id:
@@ -420,6 +422,8 @@ def match_outcomes(ids: Iterable[str], outcomes: Mapping[str, str]) -> dict[str,
     Several matches give "passed" only if all passed, else the worst (error > timeout > failed > not_run >
     skipped). Ids that are not pytest style (Django, sympy, descriptions) are "not_run".
 
+    ``matched``, when given, receives each id's report ids (those its outcome was taken from).
+
     >>> report = {"t.py::test_pad[hello world-10]": "passed", "t.py::test_pad[hello there-5]": "failed"}
     >>> match_outcomes(["t.py::test_pad[hello", "t.py::test_gone"], report)
     {'t.py::test_pad[hello': 'failed', 't.py::test_gone': 'not_run'}
@@ -438,6 +442,8 @@ def match_outcomes(ids: Iterable[str], outcomes: Mapping[str, str]) -> dict[str,
             found = [report_id]
         else:
             found = [other for other in report.fuzzy(normalise(report_id), test.cut) if other not in claimed]
+        if matched is not None:
+            matched[raw] = list(found)
         if found:
             result[raw] = _aggregate([report.exact[other] for other in found])
         else:

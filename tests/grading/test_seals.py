@@ -1,6 +1,7 @@
 """Sealed checks under real pytest, through the grader's driver: calibrating on correct code learns which
-checks can be sealed; sealed, the expectation is gone from the file, correct code passes, buggy code fails
-even when its run reports every test passed, and a check on a project object is never sealed."""
+checks can be sealed (equality with a literal, in a test of one case, on plain data or a number that is one);
+sealed, the expectation is gone from the file, correct code passes, and buggy code fails even when its run
+reports every test passed, under whatever id it reports it."""
 
 from __future__ import annotations
 
@@ -14,10 +15,13 @@ import pytest
 
 from gym_swe.grading import seals
 from gym_swe.grading.repository import DRIVER_SOURCE
-from gym_swe.grading.test_ids import junit_outcomes, parse_test_id
+from gym_swe.grading.test_ids import junit_outcomes, match_outcomes, parse_test_id
 
 CORRECT = textwrap.dedent(
     """
+    from fractions import Fraction
+
+
     class Version:
         def __init__(self, text):
             self.text = text
@@ -36,10 +40,16 @@ CORRECT = textwrap.dedent(
 
     def ratio(a, b):
         return a / b
+
+
+    def quarter():
+        return Fraction(1, 4)
     """
 )
-BUGGY = CORRECT.replace('return text.upper() + "!"', "return text.upper()").replace(
-    "return text.split()", "return text.split(' ')"
+BUGGY = (
+    CORRECT.replace('return text.upper() + "!"', "return text.upper()")
+    .replace("return text.split()", "return text.split(' ')")
+    .replace("Fraction(1, 4)", "Fraction(1, 3)")
 )
 TESTS = textwrap.dedent(
     """
@@ -47,7 +57,7 @@ TESTS = textwrap.dedent(
 
     import pytest
 
-    from shop import Version, ratio, shout, words
+    from shop import Version, quarter, ratio, shout, words
 
 
     def test_shout():
@@ -66,19 +76,30 @@ TESTS = textwrap.dedent(
         assert ratio(1, 3) == pytest.approx(0.3333333)
 
 
+    def test_quarter():
+        assert quarter() == 0.25
+
+
     def test_version_object():
         assert Version("1.2+local") == "1.2"
 
 
+    def test_shout_contains():
+        assert "!" in shout("x")
+
+
     class ShoutTests(unittest.TestCase):
-        def test_shout_in(self):
-            self.assertIn("!", shout("x"))
+        def test_shout_equal(self):
+            self.assertEqual(shout("x"), "X!")
     """
 )
 TARGETS = [
     "tests/test_shop.py::test_shout", "tests/test_shop.py::test_words[a  b]", "tests/test_shop.py::test_ratio",
-    "tests/test_shop.py::test_version_object", "tests/test_shop.py::ShoutTests::test_shout_in",
+    "tests/test_shop.py::test_quarter", "tests/test_shop.py::test_version_object",
+    "tests/test_shop.py::test_shout_contains", "tests/test_shop.py::ShoutTests::test_shout_equal",
 ]  # fmt: skip
+SEALED = ["tests/test_shop.py::test_shout", "tests/test_shop.py::test_quarter",
+          "tests/test_shop.py::ShoutTests::test_shout_equal"]  # fmt: skip
 FORCE_PASS = """import pytest
 
 
@@ -129,17 +150,18 @@ def _sealed(sealable: frozenset[str]) -> seals.Sealing:
     return seals.seal({"tests/test_shop.py": TESTS}, checks, random.Random(1))
 
 
-def test_calibration_seals_plain_checks_and_never_a_project_objects(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
-    tests = {key.split("@")[0].split("::")[-1] for key in calibrated}
-    assert tests == {"test_shout", "test_words", "test_ratio", "test_shout_in"}, calibrated
-    assert len([key for key in calibrated if "test_words" in key]) == 2  # == on len(), and `in`
+def test_calibration_seals_equality_on_plain_data_in_one_case_tests(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
+    """Not: a project object compared by its own __eq__, `in` (a forged record holds it without the
+    literal), a parametrised test (its one literal would come from a case the bug gets right)."""
+    tests = {key.split("@")[0] for key in calibrated}
+    assert tests == {*SEALED, "tests/test_shop.py::test_ratio"}, calibrated
 
 
 def test_a_sealed_file_holds_no_expectation(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
     text = _sealed(calibrated).sources["tests/test_shop.py"]
-    for literal in ('"HI!"', "0.3333333", '"!"', "== 2"):
+    for literal in ('"HI!"', "0.3333333", "0.25", '"X!"'):
         assert literal not in text, text
-    assert '== "1.2"' in text  # the project object's check stays as written
+    assert '== "1.2"' in text and '"!" in shout' in text  # the checks not sealed stay as written
 
 
 def test_correct_code_passes_sealed_and_buggy_code_fails_even_with_a_forged_report(
@@ -153,11 +175,28 @@ def test_correct_code_passes_sealed_and_buggy_code_fails_even_with_a_forged_repo
 
     outcomes, records = _run(tmp_path / "forged", BUGGY, text, "-p", "force_pass")
     assert all(outcome == "passed" for outcome in outcomes.values())  # the report says all passed
-    broken = seals.broken(sealing.seals, records, outcomes)
-    assert set(broken) == {
-        "tests/test_shop.py::test_shout", "tests/test_shop.py::test_words[a  b]",
-        "tests/test_shop.py::ShoutTests::test_shout_in",
-    }, broken  # fmt: skip
+    matched: dict[str, list[str]] = {}
+    match_outcomes(TARGETS, outcomes, matched)
+    assert set(seals.judge(sealing.seals, records, outcomes, matched)) == set(SEALED)
+
+
+def test_a_sealed_test_reported_under_another_id_is_not_trusted(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
+    """The red team's bypass: the report names the sealed test so that the task's id still matches it (a
+    space after the name, as a cut id would have it) while no sealed record belongs to that name."""
+    sealing = _sealed(calibrated)
+    outcomes, records = _run(tmp_path / "correct", CORRECT, sealing.sources["tests/test_shop.py"])
+    tried = 0
+    for variant in ("tests/test_shop.py::test_shout x", " tests/test_shop.py::test_shout"):
+        forged = {key: value for key, value in outcomes.items() if key != "tests/test_shop.py::test_shout"}
+        forged[variant] = "passed"
+        matched: dict[str, list[str]] = {}
+        found = match_outcomes(TARGETS, forged, matched)
+        if found["tests/test_shop.py::test_shout"] != "passed":
+            continue  # the matcher does not take it for the test at all
+        tried += 1
+        judged = seals.judge(sealing.seals, records, forged, matched)
+        assert "tests/test_shop.py::test_shout" in judged, (variant, judged)
+    assert tried  # the matcher does take at least one rewording for the test
 
 
 def test_records_the_run_forges_do_not_hold_without_the_values(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
@@ -167,14 +206,16 @@ def test_records_the_run_forges_do_not_hold_without_the_values(tmp_path: Path, c
     forged = [seals.Record(seal.token, seal.check.node, "a guess") for seal in sealing.seals]
     assert set(seals.broken(sealing.seals, forged, outcomes)) == set(outcomes)
     assert set(seals.broken(sealing.seals, [], outcomes)) == set(outcomes)  # nothing recorded
+    lines = b'{"token": "x", "case": "c", "plain": true, "value": {"$": "float", "v": "nope"}}\n[1]\n\xff\n'
+    assert seals.read_records(lines) == []  # what the run writes that is not a record counts for nothing
 
 
 @pytest.mark.parametrize(
     ("op", "expected", "value", "result"),
     [
         ("==", [1, 2], [1, 2], True), ("==", [1, 2], (1, 2), False), ("==", 1, 1.0, True),
-        ("in", "b", ["a", "b"], True), ("in", "c", "abc", True), ("in", 1, 5, False),
-        ("not in", "z", "abc", True), ("approx", 0.3333333, 1 / 3, True), ("approx", 0.3, 0.31, False),
+        ("in", "b", ["a", "b"], False), ("not in", "z", "abc", False),  # never sealed: no record is trusted
+        ("approx", 0.3333333, 1 / 3, True), ("approx", 0.3, 0.31, False), ("approx", 1.0, float("inf"), False),
         ("approx", [0.1, 0.2], [0.1, 0.2000000001], True), ("==", "x", seals.OPAQUE, False),
     ],
 )  # fmt: skip

@@ -464,9 +464,72 @@ FORGE_EVERY_OUTCOME = textwrap.dedent(
 )
 
 
+# The run's last act, in the grading sandbox: what it leaves where the grader reads must be a rejection (scored 0),
+# never an exception out of step() nor an infrastructure error a trainer would drop.
+LEAVE_IN_PLACE = {
+    "a directory in place of the report": "os.unlink(report); os.mkdir(report)",
+    "a FIFO in place of the report": "os.unlink(report); os.mkfifo(report)",
+    "a directory in place of the sealed records": "os.path.exists(records) and os.unlink(records); os.mkdir(records)",
+    "a FIFO in place of the sealed records": "os.path.exists(records) and os.unlink(records); os.mkfifo(records)",
+    "records that do not decode": (
+        'open(records, \'a\').write(\'{"token": "x", "case": "y", "plain": true, \''
+        '\'"value": {"$": "dict", "v": [[[1], 2]]}}\\n\' + \'[\' * 100000 + \'\\n\')'
+    ),
+}
+
+
+def _left_in_place(action: str) -> str:
+    return textwrap.dedent(
+        f"""
+        def _gym_leave():
+            import os
+            report = "/tmp/gym_swe_grader/report.xml"
+            records = os.environ.get("GYM_SWE_SEALS", "/tmp/gym_swe_grader/seals.jsonl")
+            if not os.environ.get("GYM_SWE_SEALS"):
+                return
+            try:
+                {action}
+            except OSError:
+                pass
+
+        import atexit
+        atexit.register(_gym_leave)
+        """
+    )
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("what", list(LEAVE_IN_PLACE))
+def test_what_the_run_leaves_where_the_grader_reads_is_scored_zero(what: str, backend: str) -> None:
+    env = make_env("SWEGym-v0", backend)
+    try:
+        fix = [write("/tmp/fix.diff", SWE_TASK.patch), bash("git apply /tmp/fix.diff")]
+        reward, terminated, _, info = run_episode(
+            env, SWE_TASK.instance_id, [*fix, append(PACKAGE_INIT, _left_in_place(LEAVE_IN_PLACE[what]))]
+        )
+    finally:
+        env.close()
+    assert terminated and "error" not in info, info.get("error")
+    if "do not decode" in what:
+        assert reward == 1.0, info["grade"]  # an honest fix beside junk lines: the real records still hold
+    elif "report" in what:
+        assert reward == 0.0 and "no readable report" in info["grade"]["rejection"], info["grade"]
+    else:  # no records to read: the sealed checks did not hold
+        assert reward == 0.0 and "reported passed, but" in info["grade"]["log"], info["grade"]
+
+
+# A forger that also rewords the ids of what it forges (a space then a word after the name, which the task's
+# ids still match as ids that were cut at a space), so that the seals seem to belong to no test it reports.
+FORGE_AND_REWORD = FORGE_EVERY_OUTCOME.replace(
+    "        tree.write(found[0])",
+    '            case.set("name", case.get("name", "") + " x")\n        tree.write(found[0])',
+)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("forgery", [FORGE_EVERY_OUTCOME, FORGE_AND_REWORD], ids=["as named", "reworded"])
 def test_a_report_forged_outright_earns_nothing_where_checks_are_sealed(
-    backend: str, monkeypatch: pytest.MonkeyPatch
+    forgery: str, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The run's last act rewrites its report: every test passed. With no decoys to tell apart (turned off
     here, as if the forger told them all), only the sealed checks stand: their values, which the buggy code
@@ -474,12 +537,12 @@ def test_a_report_forged_outright_earns_nothing_where_checks_are_sealed(
     from gym_swe.grading import decoys, seals
 
     monkeypatch.setattr(decoys, "MAX_GROUPS", 0)
-    forge = [append(PACKAGE_INIT, FORGE_EVERY_OUTCOME)]
+    forge = [append(PACKAGE_INIT, forgery)]
     env = make_env("SWEGym-v0", backend)
     try:
         reward, _, _, info = run_episode(env, SWE_TASK.instance_id, forge)
         assert reward == 0.0, info["grade"]
-        assert "reported passed, but its sealed check" in info["grade"]["log"], info["grade"]["log"][-3000:]
+        assert "reported passed, but" in info["grade"]["log"], info["grade"]["log"][-3000:]
     finally:
         env.close()
     monkeypatch.setattr(seals, "SEAL_CHECKS", False)
