@@ -61,7 +61,8 @@ import gym_swe  # noqa: F401  (registers the envs)
 from gym_swe.errors import ConfigError, GymSweError, unknown_name
 from gym_swe.rollout.collector import collect, derive_seed
 from gym_swe.rollout.generators import SamplingParams, make_generator
-from gym_swe.rollout.trajectory import Trajectory, save_jsonl
+from gym_swe.rollout.stopping import Stop, interrupt_of, signals_interrupt
+from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, save_jsonl
 
 LOSSES = ("dapo", "grpo", "dr_grpo", "gspo", "cispo")
 SCALES = ("group", "batch", "none")
@@ -602,7 +603,14 @@ def play_episodes(args: Args) -> Any:
 
 
 def collect_groups(
-    args: Args, envs: list, generator: Any, tasks: list[str], step: int, salt: str = ""
+    args: Args,
+    envs: list,
+    generator: Any,
+    tasks: list[str],
+    step: int,
+    salt: str = "",
+    on_trajectory: Any = None,
+    stop: Stop | None = None,
 ) -> list:
     return play_episodes(args)(
         envs,
@@ -614,6 +622,8 @@ def collect_groups(
         ),
         max_model_len=args.max_model_len,
         seed=sampling_seed(args, "step", step, salt),
+        on_trajectory=on_trajectory,
+        stop=stop,
     )
 
 
@@ -629,11 +639,20 @@ def validity(args: Args, trajectories: list[Trajectory]) -> torch.Tensor:
 
 
 def rollout(
-    args: Args, envs: list, generator: Any, tasks: list[str], train_ids: list[str], step: int, version: int
+    args: Args,
+    envs: list,
+    generator: Any,
+    tasks: list[str],
+    train_ids: list[str],
+    step: int,
+    version: int,
+    on_trajectory: Any = None,
+    stop: Stop | None = None,
 ) -> Rollout:
-    """Collect this process's groups; with dynamic sampling, more groups until they all carry signal."""
+    """Collect this process's groups; with dynamic sampling, more groups until they all carry signal.
+    ``on_trajectory``: called as each episode ends (the step's trajectory file)."""
     started = time.monotonic()
-    trajectories = collect_groups(args, envs, generator, tasks, step)
+    trajectories = collect_groups(args, envs, generator, tasks, step, on_trajectory=on_trajectory, stop=stop)
     zero = zero_std_groups(
         torch.tensor([t.reward for t in trajectories]), args.group_size, validity(args, trajectories)
     )
@@ -644,8 +663,9 @@ def rollout(
         for round_ in range(args.max_resample_rounds):
             if len(kept) >= len(tasks):
                 break
-            extra = step_tasks(train_ids, step, len(tasks) - len(kept), args.seed, salt=f"resample{round_}")
-            more = collect_groups(args, envs, generator, extra, step, salt=f"resample{round_}")
+            salt = f"resample{round_}"
+            extra = step_tasks(train_ids, step, len(tasks) - len(kept), args.seed, salt=salt)
+            more = collect_groups(args, envs, generator, extra, step, salt, on_trajectory, stop)
             more_zero = zero_std_groups(
                 torch.tensor([t.reward for t in more]), args.group_size, validity(args, more)
             )
@@ -819,7 +839,7 @@ def update(
 
 
 def evaluate(
-    args: Args, envs: list, generator: Any, eval_ids: list[str], accelerator: Any, step: int
+    args: Args, envs: list, generator: Any, eval_ids: list[str], accelerator: Any, step: int, stop: Stop
 ) -> float:
     """pass@1 on the held-out tasks (each process plays its share), one sample each."""
     mine = eval_ids[accelerator.process_index :: accelerator.num_processes]
@@ -834,6 +854,7 @@ def evaluate(
             ),
             max_model_len=args.max_model_len,
             seed=sampling_seed(args, "eval", step),
+            stop=stop,
         )
         if mine
         else []
@@ -890,6 +911,15 @@ def _merged(model: Any) -> Any:
 
         return copy.deepcopy(model).merge_and_unload()
     return model
+
+
+def close_envs(args: Args, envs: Any, eval_envs: Any) -> None:
+    """Close the envs and their sandboxes (with Ray: the pools, their actors too)."""
+    for env in [*envs, *eval_envs]:
+        env.close()
+    for ray_pool in (envs, eval_envs) if args.ray_address else ():
+        if ray_pool:  # not an empty list (no eval tasks)
+            ray_pool.close()  # its envs, their sandboxes and its actors
 
 
 def plot(run_dir: Path, history: list[dict[str, Any]]) -> Path:
@@ -974,183 +1004,231 @@ def main(args: Args) -> dict[str, Any]:
     )
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
 
-    # ENVS AND GENERATOR: one env per episode of this process's share of a step
-    probe = make_env(args)
-    train_ids, eval_ids = split_tasks(args, [task.task_id for task in probe.unwrapped.tasks])
-    probe.close()
-    local_tasks = args.tasks_per_step // accelerator.num_processes
-    local_eval_ids = eval_ids[accelerator.process_index :: accelerator.num_processes]
-    if args.ray_address:  # eval has envs of its own there too: with --async, collection overlaps it
-        sizes = (local_tasks * args.group_size, len(local_eval_ids))
-        envs, eval_envs = (make_ray_pool(args, size) if size else [] for size in sizes)
-    else:
-        envs = [make_env(args) for _ in range(local_tasks * args.group_size)]
-        eval_envs = [make_env(args) for _ in local_eval_ids]
-    generator = make_generator_for(args, accelerator.unwrap_model(model), tokenizer)
-
-    start_step, version, history = 0, 0, []
-    if resume_from is not None:
-        accelerator.load_state(str(resume_from))
-        state = json.loads((resume_from / "trainer_state.json").read_text())
-        start_step, version = state["step"], state["version"]
-        history = [
-            json.loads(line)
-            for line in (run_dir / "metrics.jsonl").read_text().splitlines()
-            if json.loads(line)["step"] < start_step
-        ]
-        sync_generator(args, accelerator, generator, model)
-
-    def tasks_of(step: int) -> list[str]:
-        everyone = step_tasks(train_ids, step, args.tasks_per_step, args.seed)
-        return everyone[accelerator.process_index :: accelerator.num_processes]
-
-    def collect_step(step: int, weights_version: int) -> Rollout:
-        accelerator.unwrap_model(model).eval()
-        return rollout(args, envs, generator, tasks_of(step), train_ids, step, weights_version)
-
-    def save(step: int) -> Path:
-        path = run_dir / "checkpoints" / f"step_{step}"
-        accelerator.save_state(str(path))
-        if accelerator.is_main_process:
-            (path / "trainer_state.json").write_text(json.dumps({"step": step, "version": version}))
-        accelerator.wait_for_everyone()
-        return path
-
-    pool = ThreadPoolExecutor(max_workers=1) if args.async_mode else None
+    # ENVS AND GENERATOR: one env per episode of this process's share of a step. However the run ends (Ctrl-C,
+    # SIGTERM, an error), the envs go with their sandboxes, and a collection running in the background stops.
+    envs: Any = []
+    eval_envs: Any = []
+    generator: Any = None
     pending: Future | None = None
-    bar = tqdm(
-        range(start_step, args.steps),
-        desc="grpo",
-        disable=not accelerator.is_main_process,
-        initial=start_step,
-        total=args.steps,
-    )
-    for step in bar:
-        started = time.monotonic()
-        row: dict[str, Any] = {"step": step}
-        # ROLLOUT: this step's groups (async: collected while the last step trained, one update old)
-        batch = pending.result() if pending is not None else None
-        if pool is not None and step > start_step:
-            sync_generator(args, accelerator, generator, model)  # the weights after the last update
+    bar: Any = None
+    stop = Stop()
+    step = 0
+    try:
+        probe = make_env(args)
+        train_ids, eval_ids = split_tasks(args, [task.task_id for task in probe.unwrapped.tasks])
+        probe.close()
+        local_tasks = args.tasks_per_step // accelerator.num_processes
+        local_eval_ids = eval_ids[accelerator.process_index :: accelerator.num_processes]
+        if args.ray_address:  # eval has envs of its own there too: with --async, collection overlaps it
+            sizes = (local_tasks * args.group_size, len(local_eval_ids))
+            envs, eval_envs = (make_ray_pool(args, size) if size else [] for size in sizes)
+        else:
+            envs = [make_env(args) for _ in range(local_tasks * args.group_size)]
+            eval_envs = [make_env(args) for _ in local_eval_ids]
+        generator = make_generator_for(args, accelerator.unwrap_model(model), tokenizer)
 
-        # EVAL: held-out tasks, step 0 (the base model) included; never while a collection runs
-        if eval_ids and args.eval_every and step % args.eval_every == 0:
-            row["eval/pass@1"] = evaluate(args, eval_envs, generator, eval_ids, accelerator, step)
-
-        batch = batch or collect_step(step, version)
-        if pool is not None and step + 1 < args.steps:
-            pending = pool.submit(collect_step, step + 1, version)
-
-        # ADVANTAGES: within each group, failed trajectories out of the baseline
-        rewards = torch.tensor([t.reward for t in batch.trajectories])
-        batch_std = None
-        if args.advantage_scale == "batch":
-            everyone = accelerator.gather(rewards[batch.valid > 0].to(accelerator.device)).float()
-            batch_std = float(everyone.std()) if everyone.numel() > 1 else 0.0
-        advantages = group_advantages(
-            rewards, args.group_size, args.advantage_scale, args.leave_one_out, batch.valid, batch_std
-        )
-
-        # UPDATE (an in-process vLLM engine may give its GPU memory back meanwhile)
-        if args.vllm_sleep:
-            generator.release_memory()
-        update_started = time.monotonic()
-        metrics = update(
-            args, accelerator, model, ref_model, optimizer, scheduler, rows_of(batch, advantages)
-        )
-        metrics["perf/update_seconds"] = time.monotonic() - update_started
-        version += 1
-        if pool is None:
+        start_step, version, history = 0, 0, []
+        if resume_from is not None:
+            accelerator.load_state(str(resume_from))
+            state = json.loads((resume_from / "trainer_state.json").read_text())
+            start_step, version = state["step"], state["version"]
+            history = [
+                json.loads(line)
+                for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+                if json.loads(line)["step"] < start_step
+            ]
             sync_generator(args, accelerator, generator, model)
 
-        # LOG: namespaced metrics, means over every process
-        trajectories = gather_object([t.to_dict() for t in batch.trajectories])
-        everything = [Trajectory.from_dict(t) for t in trajectories]
-        turns = [turn for t in everything for turn in t.turns]
-        sampled = sum(sum(t.loss_mask) for t in everything)
-        row.update(metrics)
-        row.update(
-            {
-                "reward/mean": sum(t.reward for t in everything) / max(len(everything), 1),
-                "reward/std": float(torch.tensor([t.reward for t in everything]).std())
-                if len(everything) > 1
-                else 0.0,
-                "reward/resolved": sum(t.resolved for t in everything) / max(len(everything), 1),
-                "rollout/turns": len(turns) / max(len(everything), 1),
-                "rollout/tool_error_rate": sum(turn.tool_errors > 0 for turn in turns) / max(len(turns), 1),
-                "rollout/failed": sum(t.failed for t in everything) / max(len(everything), 1),
-                "rollout/truncated": sum(t.truncated for t in everything) / max(len(everything), 1),
-                "rollout/frac_zero_std_groups": float(
-                    accelerator.reduce(
-                        torch.tensor(batch.zero_std_fraction, device=accelerator.device), reduction="mean"
-                    )
-                ),
-                "rollout/env_seconds": sum(turn.env_seconds for turn in turns),
-                "rollout/generate_seconds": sum(turn.generate_seconds for turn in turns),
-                "rollout/seconds": batch.seconds,
-                "rollout/sampled_tokens": sampled,
-                "async/staleness": version - 1 - batch.version,
-                "perf/step_seconds": time.monotonic() - started,
-                "perf/tokens_per_s": sampled / max(time.monotonic() - started, 1e-9),
-            }
+        def tasks_of(step: int) -> list[str]:
+            everyone = step_tasks(train_ids, step, args.tasks_per_step, args.seed)
+            return everyone[accelerator.process_index :: accelerator.num_processes]
+
+        def collect_step(step: int, weights_version: int) -> Rollout:
+            accelerator.unwrap_model(model).eval()
+
+            # Each trajectory is written as its episode ends: a crash or Ctrl-C loses at most those in flight.
+            # (The main process rewrites the file with every process's, in order, once the step is done.)
+            def versioned(trajectory: Trajectory) -> None:
+                trajectory.policy_version = weights_version
+
+            with JsonlAppender(step_file(step), before=versioned) as saved:
+                tasks = tasks_of(step)
+                return rollout(args, envs, generator, tasks, train_ids, step, weights_version, saved, stop)
+
+        def step_file(step: int) -> Path:
+            """Where this process writes its trajectories of ``step`` as they end."""
+            mine = "" if accelerator.num_processes == 1 else f".process{accelerator.process_index}"
+            return run_dir / "trajectories" / f"step_{step:05d}{mine}.jsonl"
+
+        def save(step: int) -> Path:
+            path = run_dir / "checkpoints" / f"step_{step}"
+            accelerator.save_state(str(path))
+            if accelerator.is_main_process:
+                (path / "trainer_state.json").write_text(json.dumps({"step": step, "version": version}))
+            accelerator.wait_for_everyone()
+            return path
+
+        pool = ThreadPoolExecutor(max_workers=1) if args.async_mode else None
+        bar = tqdm(
+            range(start_step, args.steps),
+            desc="grpo",
+            disable=not accelerator.is_main_process,
+            initial=start_step,
+            total=args.steps,
         )
-        history.append(row)
+        for step in bar:
+            started = time.monotonic()
+            row: dict[str, Any] = {"step": step}
+            # ROLLOUT: this step's groups (async: collected while the last step trained, one update old)
+            batch = pending.result() if pending is not None else None
+            if pool is not None and step > start_step:
+                sync_generator(args, accelerator, generator, model)  # the weights after the last update
+
+            # EVAL: held-out tasks, step 0 (the base model) included; never while a collection runs
+            if eval_ids and args.eval_every and step % args.eval_every == 0:
+                row["eval/pass@1"] = evaluate(args, eval_envs, generator, eval_ids, accelerator, step, stop)
+
+            batch = batch or collect_step(step, version)
+            if pool is not None and step + 1 < args.steps:
+                pending = pool.submit(collect_step, step + 1, version)
+
+            # ADVANTAGES: within each group, failed trajectories out of the baseline
+            rewards = torch.tensor([t.reward for t in batch.trajectories])
+            batch_std = None
+            if args.advantage_scale == "batch":
+                everyone = accelerator.gather(rewards[batch.valid > 0].to(accelerator.device)).float()
+                batch_std = float(everyone.std()) if everyone.numel() > 1 else 0.0
+            advantages = group_advantages(
+                rewards, args.group_size, args.advantage_scale, args.leave_one_out, batch.valid, batch_std
+            )
+
+            # UPDATE (an in-process vLLM engine may give its GPU memory back meanwhile)
+            if args.vllm_sleep:
+                generator.release_memory()
+            update_started = time.monotonic()
+            metrics = update(
+                args, accelerator, model, ref_model, optimizer, scheduler, rows_of(batch, advantages)
+            )
+            metrics["perf/update_seconds"] = time.monotonic() - update_started
+            version += 1
+            if pool is None:
+                sync_generator(args, accelerator, generator, model)
+
+            # LOG: namespaced metrics, means over every process
+            trajectories = gather_object([t.to_dict() for t in batch.trajectories])
+            everything = [Trajectory.from_dict(t) for t in trajectories]
+            turns = [turn for t in everything for turn in t.turns]
+            sampled = sum(sum(t.loss_mask) for t in everything)
+            row.update(metrics)
+            row.update(
+                {
+                    "reward/mean": sum(t.reward for t in everything) / max(len(everything), 1),
+                    "reward/std": float(torch.tensor([t.reward for t in everything]).std())
+                    if len(everything) > 1
+                    else 0.0,
+                    "reward/resolved": sum(t.resolved for t in everything) / max(len(everything), 1),
+                    "rollout/turns": len(turns) / max(len(everything), 1),
+                    "rollout/tool_error_rate": sum(turn.tool_errors > 0 for turn in turns)
+                    / max(len(turns), 1),
+                    "rollout/failed": sum(t.failed for t in everything) / max(len(everything), 1),
+                    "rollout/truncated": sum(t.truncated for t in everything) / max(len(everything), 1),
+                    "rollout/frac_zero_std_groups": float(
+                        accelerator.reduce(
+                            torch.tensor(batch.zero_std_fraction, device=accelerator.device), reduction="mean"
+                        )
+                    ),
+                    "rollout/env_seconds": sum(turn.env_seconds for turn in turns),
+                    "rollout/generate_seconds": sum(turn.generate_seconds for turn in turns),
+                    "rollout/seconds": batch.seconds,
+                    "rollout/sampled_tokens": sampled,
+                    "async/staleness": version - 1 - batch.version,
+                    "perf/step_seconds": time.monotonic() - started,
+                    "perf/tokens_per_s": sampled / max(time.monotonic() - started, 1e-9),
+                }
+            )
+            history.append(row)
+            if accelerator.is_main_process:
+                # every process's trajectories, in order (atomically: the file is never half written)
+                save_jsonl(everything, run_dir / "trajectories" / f"step_{step:05d}.jsonl")
+                with (run_dir / "metrics.jsonl").open("a") as handle:
+                    handle.write(json.dumps(row) + "\n")
+                plot(run_dir, history)
+                bar.set_postfix(reward=f"{row['reward/mean']:.3f}", solved=f"{row['reward/resolved']:.2f}")
+            if accelerator.num_processes > 1:  # this process's part of the step's file, as it was written
+                step_file(step).unlink(missing_ok=True)
+            if log_with:
+                accelerator.log({k: v for k, v in row.items() if k != "step"}, step=step)
+
+            # SAVE
+            if args.save_every and (step + 1) % args.save_every == 0 and step + 1 < args.steps:
+                save(step + 1)
+
+        # FINISH: the last checkpoint, the final model, the curve, and where everything is
+        if pending is not None:
+            pending.result()
+        if pool is not None:
+            pool.shutdown()
+        checkpoint = save(args.steps)
+        final = run_dir / "model"
         if accelerator.is_main_process:
-            save_jsonl(everything, run_dir / "trajectories" / f"step_{step:05d}.jsonl")
-            with (run_dir / "metrics.jsonl").open("a") as handle:
-                handle.write(json.dumps(row) + "\n")
-            plot(run_dir, history)
-            bar.set_postfix(reward=f"{row['reward/mean']:.3f}", solved=f"{row['reward/resolved']:.2f}")
+            accelerator.unwrap_model(model).save_pretrained(final)
+            tokenizer.save_pretrained(final)
+        close_envs(args, envs, eval_envs)
+        envs, eval_envs = [], []
+        generator.close()
         if log_with:
-            accelerator.log({k: v for k, v in row.items() if k != "step"}, step=step)
-
-        # SAVE
-        if args.save_every and (step + 1) % args.save_every == 0 and step + 1 < args.steps:
-            save(step + 1)
-
-    # FINISH: the last checkpoint, the final model, the curve, and where everything is
-    if pending is not None:
-        pending.result()
-    if pool is not None:
-        pool.shutdown()
-    checkpoint = save(args.steps)
-    final = run_dir / "model"
-    if accelerator.is_main_process:
-        accelerator.unwrap_model(model).save_pretrained(final)
-        tokenizer.save_pretrained(final)
-    for env in [*envs, *eval_envs]:
-        env.close()
-    for ray_pool in (envs, eval_envs) if args.ray_address else ():
-        if ray_pool:  # not an empty list (no eval tasks)
-            ray_pool.close()  # its envs, their sandboxes and its actors
-    generator.close()
-    if log_with:
-        accelerator.end_training()
-    summary = {
-        "run_dir": str(run_dir),
-        "model": str(final),
-        "checkpoint": str(checkpoint),
-        "metrics": str(run_dir / "metrics.jsonl"),
-        "trajectories": str(run_dir / "trajectories"),
-        "curve": str(run_dir / "reward.png"),
-        "history": history,
-    }
-    if accelerator.is_main_process:
-        last = history[-1] if history else {}
-        print(
-            f"done: {args.steps} steps, reward {last.get('reward/mean', float('nan')):.3f}; run {run_dir} "
-            f"(model {final}, curve {run_dir / 'reward.png'}, metrics {run_dir / 'metrics.jsonl'}, "
-            f"trajectories {run_dir / 'trajectories'}, checkpoint {checkpoint})"
-        )
-    return summary
+            accelerator.end_training()
+        summary = {
+            "run_dir": str(run_dir),
+            "model": str(final),
+            "checkpoint": str(checkpoint),
+            "metrics": str(run_dir / "metrics.jsonl"),
+            "trajectories": str(run_dir / "trajectories"),
+            "curve": str(run_dir / "reward.png"),
+            "history": history,
+        }
+        if accelerator.is_main_process:
+            last = history[-1] if history else {}
+            print(
+                f"done: {args.steps} steps, reward {last.get('reward/mean', float('nan')):.3f}; "
+                f"run {run_dir} (model {final}, curve {run_dir / 'reward.png'}, "
+                f"metrics {run_dir / 'metrics.jsonl'}, trajectories {run_dir / 'trajectories'}, "
+                f"checkpoint {checkpoint})"
+            )
+        return summary
+    except BaseException as error:
+        stop.set()  # a collection in the background (--async) ends too
+        if pending is not None:
+            with contextlib.suppress(BaseException):
+                pending.result()
+        with contextlib.suppress(Exception):  # the first error is the one to report
+            close_envs(args, envs, eval_envs)
+        if generator is not None:
+            with contextlib.suppress(Exception):
+                generator.close()
+        if bar is not None:
+            bar.close()
+        if isinstance(error, KeyboardInterrupt) and accelerator.is_main_process:
+            checkpoints = run_dir / "checkpoints"
+            resume = f", checkpoints in {checkpoints} (--resume)" if checkpoints.is_dir() else ""
+            print(
+                f"grpo.py: interrupted by {interrupt_of(error).signal_name} in step {step}: the episodes "
+                f"that ended are in {run_dir / 'trajectories'}{resume}; the others were stopped and every "
+                "sandbox closed",
+                file=sys.stderr,
+            )
+        raise
 
 
 if __name__ == "__main__":
-    try:
-        main(parse_args())
-    except ConfigError as error:
-        print(f"grpo.py: error: {error}", file=sys.stderr)
-        sys.exit(2)
-    except GymSweError as error:  # a generator or sandbox that broke down mid-run: what broke, in one line
-        print(f"grpo.py: error: {type(error).__name__}: {error}", file=sys.stderr)
-        sys.exit(1)
+    with signals_interrupt():  # SIGTERM too: schedulers stop jobs with it
+        try:
+            main(parse_args())
+        except KeyboardInterrupt as error:  # main has closed everything and said so
+            sys.exit(interrupt_of(error).exit_code)
+        except ConfigError as error:
+            print(f"grpo.py: error: {error}", file=sys.stderr)
+            sys.exit(2)
+        except GymSweError as error:  # a generator or sandbox that broke down mid-run: what broke, one line
+            print(f"grpo.py: error: {type(error).__name__}: {error}", file=sys.stderr)
+            sys.exit(1)

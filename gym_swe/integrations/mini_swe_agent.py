@@ -40,6 +40,7 @@ from typing import Any
 from gym_swe.errors import ConfigError, missing_dependency
 from gym_swe.rollout.generators.base import SamplingParams
 from gym_swe.rollout.proxy import ProxyServer
+from gym_swe.rollout.stopping import Stop, Stopped
 from gym_swe.rollout.trajectory import Trajectory
 from gym_swe.sandbox.base import Sandbox
 from gym_swe.sandbox.docker import PROXY_SOCKET_DIR
@@ -127,10 +128,12 @@ class SandboxEnvironmentConfig:
 class SandboxEnvironment:
     """A mini-swe-agent ``Environment`` whose commands run in a gym_swe sandbox. A failing command is data
     (its return code and output), as in mini-swe-agent's own environments; a submission raises its
-    ``Submitted``, which ends the agent's loop."""
+    ``Submitted``, which ends the agent's loop. Once ``stop`` is set, a command raises `Stopped` instead of
+    running, which ends the agent's loop too."""
 
-    def __init__(self, sandbox: Sandbox, **config: Any) -> None:
+    def __init__(self, sandbox: Sandbox, stop: Stop | None = None, **config: Any) -> None:
         self.sandbox = sandbox
+        self.stop = stop
         self.config = SandboxEnvironmentConfig(**config)
         self.config.cwd = self.config.cwd or sandbox.workdir
         self.commands = 0
@@ -138,6 +141,8 @@ class SandboxEnvironment:
     def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
         from minisweagent.exceptions import Submitted
 
+        if self.stop is not None and self.stop.is_set():
+            raise Stopped("the run was stopped")
         command = action.get("command", "") if isinstance(action, Mapping) else str(action)
         self.commands += 1
         result = self.sandbox.exec(
@@ -233,11 +238,15 @@ def run_episode(
     sample_index: int = 0,
     config: MiniSweAgentConfig | None = None,
     seed: int | None = None,
+    stop: Stop | None = None,
 ) -> Trajectory:
     """One mini-swe-agent episode of ``task_id`` in ``env`` (a gym_swe env) through ``proxy`` (a running
     `ProxyServer`): the agent's trajectory as the proxy recorded it, graded by the env. A failure (the
-    sandbox, the harness, the generator) is recorded on the trajectory, not raised."""
+    sandbox, the harness, the generator) is recorded on the trajectory, not raised. Once ``stop`` is set the
+    rollout ends (the agent's next request is refused, its next command not run) and the episode is not
+    graded: it did not end."""
     config = config or MiniSweAgentConfig()
+    stop = stop or Stop()
     unwrapped = env.unwrapped
     env_id = getattr(getattr(env, "spec", None), "id", "") or ""
     try:
@@ -252,15 +261,20 @@ def run_episode(
     rollout = proxy.open_rollout(task_id, sample_index, env_id, max_turns=unwrapped.max_turns)
     status, harness_error = "", None
     try:
-        environment = SandboxEnvironment(unwrapped.sandbox, timeout=config.command_timeout)
-        agent = build_agent(rollout, environment, config, config.step_limit or unwrapped.max_turns)
-        status = str(agent.run(task_statement(info["messages"])).get("exit_status", ""))
+        with stop.hook(lambda: rollout.end("stopped")):
+            environment = SandboxEnvironment(unwrapped.sandbox, stop, timeout=config.command_timeout)
+            agent = build_agent(rollout, environment, config, config.step_limit or unwrapped.max_turns)
+            status = str(agent.run(task_statement(info["messages"])).get("exit_status", ""))
     except ConfigError:
         rollout.finish("harness_error")
         unwrapped.truncate("harness_error")
         raise
     except Exception as error:  # the harness stopped on an error: when the proxy ended it, that is a budget
         harness_error = f"{type(error).__name__}: {error}"
+    if stop.is_set():  # stopped from outside: nothing to grade, and no grading sandbox to make now
+        trajectory = rollout.finish("stopped")
+        trajectory.end_reason, trajectory.error = "stopped", "stopped before the episode ended"
+        return trajectory
     return _end_episode(env, rollout, status, harness_error)
 
 
@@ -301,20 +315,26 @@ def run_episodes(
     parallel: int = 8,
     config: MiniSweAgentConfig | None = None,
     on_trajectory: Callable[[Trajectory], None] | None = None,
+    stop: Stop | None = None,
 ) -> list[Trajectory]:
     """``samples_per_task`` mini-swe-agent episodes of each task, each in a thread with an env of its own:
     ``envs`` is a list of envs (as many episodes at once; the caller closes them) or a factory (up to
-    ``parallel`` at once; closed here). Trajectories in task order, samples of a task together."""
+    ``parallel`` at once; closed here). Trajectories in task order, samples of a task together. Stopping is
+    `gym_swe.rollout.collector.collect`'s: Ctrl-C in this thread, or ``stop`` set elsewhere (then `Stopped`),
+    ends every episode still running, ungraded and unreported."""
     jobs = [(task_id, index) for task_id in task_ids for index in range(samples_per_task)]
     factory = envs if callable(envs) else None
     free: list[Any] = [] if factory is not None else list(envs)  # type: ignore[arg-type]
     if factory is None and not free:
         raise ConfigError("run_episodes: no envs given (an empty list)")
     width = max(1, min(parallel if factory is not None else len(free), len(jobs)))
+    stop = stop or Stop()
     made: list[Any] = []
     lock = threading.Lock()
 
-    def play(job: tuple[str, int]) -> Trajectory:
+    def play(job: tuple[str, int]) -> Trajectory | None:
+        if stop.is_set():
+            return None
         with lock:
             if free:
                 env = free.pop()
@@ -322,18 +342,28 @@ def run_episodes(
                 env = factory()  # type: ignore[misc]
                 made.append(env)
         try:
-            trajectory = run_episode(env, proxy, job[0], job[1], config)
+            with stop.running(env):
+                trajectory = run_episode(env, proxy, job[0], job[1], config, stop=stop)
         finally:
             with lock:
                 free.append(env)
+        if stop.is_set():  # still running when the run stopped: it did not end
+            return None
         if on_trajectory is not None:
             on_trajectory(trajectory)
         return trajectory
 
+    threads = ThreadPoolExecutor(max_workers=width)
     try:
-        with ThreadPoolExecutor(max_workers=width) as threads:
-            return list(threads.map(play, jobs))
+        trajectories = [future.result() for future in [threads.submit(play, job) for job in jobs]]
+        if stop.is_set():
+            raise Stopped(f"stopped with {sum(t is not None for t in trajectories)} of {len(jobs)} ended")
+        return trajectories  # type: ignore[return-value]
+    except BaseException:  # Ctrl-C, SIGTERM, a Stop: no agent may be left running, no sandbox open
+        stop.drain(threads)
+        raise
     finally:
+        threads.shutdown(wait=True)
         for env in made:
             env.close()
 
@@ -350,6 +380,7 @@ def collect_with_harness(
     on_trajectory: Callable[[Trajectory], None] | None = None,
     config: MiniSweAgentConfig | None = None,
     on_turn: Callable[[], None] | None = None,
+    stop: Stop | None = None,
 ) -> list[Trajectory]:
     """`gym_swe.rollout.collector.collect`'s surface, with mini-swe-agent playing the episodes through a
     proxy over ``generator`` (started and stopped here): what ``gym-swe eval --harness mini-swe-agent`` and
@@ -361,7 +392,7 @@ def collect_with_harness(
             "decides when it asks), so the run would not repeat; leave the seed out"
         )
     with ProxyServer(generator, sampling, max_model_len=max_model_len, on_turn=on_turn) as proxy:
-        return run_episodes(envs, proxy, task_ids, samples_per_task, parallel, config, on_trajectory)
+        return run_episodes(envs, proxy, task_ids, samples_per_task, parallel, config, on_trajectory, stop)
 
 
 # -- the agent inside the sandbox ------------------------------------------------------------------------
@@ -378,7 +409,11 @@ def inside_sandbox_options(
     ``sandbox="local"``: the jail also gets the Python environment that holds mini-swe-agent (default: this
     one) bound read-only. ``sandbox="docker"``: the container runs the harness image (``gym-swe images build
     --harness mini-swe-agent``), which has mini-swe-agent installed; a docker env of CodeDebug-v0 (whose tasks
-    run in the base image the harness image derives from)."""
+    run in the base image the harness image derives from).
+
+    Several sandboxes at once: give each env a directory of its own, with the proxy serving a socket there
+    too (``proxy.listen(f"{directory}/proxy.sock")``), so that code in one sandbox that floods its socket
+    with connections fills only its own (see `gym_swe.rollout.proxy.connections`)."""
     if sandbox == "docker":
         if python_prefix is not None:
             raise ConfigError("python_prefix is for sandbox='local'; in docker the harness image holds mini")

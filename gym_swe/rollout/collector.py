@@ -12,6 +12,15 @@ Seeds: without a run seed, no request carries one, so the samples of a task are 
 one, each request carries `turn_seed` (run seed, task id, sample index, turn index): distinct for every
 sample and turn, the same in every run, so a seeded run repeats exactly where its generator is deterministic
 (``hf``) while the samples of a group still differ.
+
+Stopping: Ctrl-C in the thread that called `collect` (or SIGTERM, which
+`gym_swe.rollout.stopping.signals_interrupt` turns into the same), an exception from ``on_trajectory``, or a
+`Stop` set from another thread ends the collection early. No episode starts or plays another turn, the command
+each running episode's sandbox is running is interrupted (its sandbox closed if that is not enough within
+`gym_swe.rollout.stopping.STOP_GRACE_SECONDS`), nothing that was still running is graded or reported, and the
+envs `collect` made are closed before the exception goes on. What ended before went to ``on_trajectory``:
+`gym_swe.rollout.trajectory.JsonlAppender` writes each one to a file as it ends, so that a crash or Ctrl-C
+loses at most the episodes in flight.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from typing import Any
 
 from gym_swe.rollout.chat import ChatFormat
 from gym_swe.rollout.generators.base import Generator, SamplingParams
+from gym_swe.rollout.stopping import Stop, Stopped, quietly
 from gym_swe.rollout.trajectory import Trajectory
 
 EnvFactory = Callable[[], Any]
@@ -53,19 +63,26 @@ def collect(
     template_kwargs: Mapping[str, Any] | None = None,
     check_rerender: bool = True,
     on_trajectory: Callable[[Trajectory], None] | None = None,
+    stop: Stop | None = None,
 ) -> list[Trajectory]:
     """Play ``samples_per_task`` episodes of each task with ``generator`` and return their trajectories.
 
-    ``envs`` is a list of envs (``gymnasium.make`` results; as many episodes run at once as there are envs)
-    or a factory making one (then up to ``parallel`` at once). Trajectories come back in task order, samples
-    of one task together. ``on_trajectory`` is called as each one ends (for progress bars and logs).
+    ``envs`` is a list of envs (``gymnasium.make`` results; as many episodes run at once as there are envs;
+    the caller closes them) or a factory making one (then up to ``parallel`` at once; closed here).
+    Trajectories come back in task order, samples of one task together. ``on_trajectory`` is called as each
+    one ends (for progress bars, logs, `JsonlAppender`).
 
     ``seed``: None (default) sends no seeds, so every sample is an independent draw; an int makes the run
     reproducible: each generator request gets `turn_seed` of it (the generator must take ``seeds``) and each
     env reset a seed derived the same way from (task id, sample index).
+
+    ``stop``: set it from another thread to end the collection early; it then raises `Stopped`. Ctrl-C in
+    this thread (`Interrupted` included) ends it the same way and goes on up. See the module docstring.
     """
     sampling = sampling or SamplingParams()
+    stop = stop or Stop()
     jobs = [(task_id, index) for task_id in task_ids for index in range(samples_per_task)]
+    made: list[Any] = []
     if callable(envs):
         pool: list[Any] = []
         factory: EnvFactory | None = envs
@@ -79,6 +96,11 @@ def collect(
     pending = list(jobs)
     chat_only = getattr(generator, "chat", False)
 
+    def make_env() -> Any:
+        env = factory()  # type: ignore[misc]
+        made.append(env)
+        return env
+
     def start(job: tuple[str, int], env: Any) -> _Episode:
         task_id, index = job
         trajectory = Trajectory(
@@ -87,13 +109,14 @@ def collect(
             generator=generator.name,
             env_id=getattr(getattr(env, "spec", None), "id", "") or "",
         )
-        try:
-            reset_seed = None if seed is None else derive_seed(seed, "reset", task_id, index)
-            _, info = env.reset(seed=reset_seed, options={"task_id": task_id})
-        except Exception as error:
-            trajectory.error = f"reset failed: {type(error).__name__}: {error}"
-            trajectory.end_reason = "env_error"
-            return _Episode(env, trajectory, None, done=True)
+        with stop.running(env):
+            try:
+                reset_seed = None if seed is None else derive_seed(seed, "reset", task_id, index)
+                _, info = env.reset(seed=reset_seed, options={"task_id": task_id})
+            except Exception as error:
+                trajectory.error = f"reset failed: {type(error).__name__}: {error}"
+                trajectory.end_reason = "env_error"
+                return _Episode(env, trajectory, None, done=True)
         trajectory.messages, trajectory.tools = list(info["messages"]), list(info["tools"])
         chat = None
         if not chat_only:
@@ -101,50 +124,73 @@ def collect(
             trajectory.add_prompt(chat.prompt_ids(info["messages"]))
         return _Episode(env, trajectory, chat, messages_seen=len(info["messages"]))
 
-    if getattr(generator, "concurrent", False):
+    def advance(episode: _Episode, sample: Any) -> bool:
+        with stop.running(episode.env):
+            return _advance(episode, sample, max_model_len)
+
+    def finish(episode: _Episode) -> None:
+        if not stop.is_set():  # an episode still running when the run stopped did not end: not reported
+            _finish(episode, results, free, on_trajectory, check_rerender)
+
+    def run_episodes() -> None:
         # A server batches concurrent requests itself: each episode runs its own loop in a thread, so one
         # episode's sandbox work overlaps the others' generation instead of waiting for a round to end.
-        lock = threading.Lock()
+        while not stop.is_set():
+            with lock:
+                if not pending:
+                    return
+                job, env = pending.pop(0), (free.pop() if free else make_env())
+            episode = start(job, env)
+            while not episode.done and not stop.is_set():
+                sample = _generate(generator, [episode], sampling, max_model_len, seed)[0]
+                if stop.is_set():  # what a stopped run generated is not played
+                    break
+                episode.done = advance(episode, sample)
+            with lock:
+                finish(episode)
 
-        def run_episodes() -> None:
-            while True:
-                with lock:
-                    if not pending:
-                        return
-                    job, env = pending.pop(0), (free.pop() if free else factory())  # type: ignore[misc]
-                episode = start(job, env)
-                while not episode.done:
-                    sample = _generate(generator, [episode], sampling, max_model_len, seed)[0]
-                    episode.done = _advance(episode, sample, max_model_len)
-                with lock:
-                    _finish(episode, results, free, on_trajectory, check_rerender)
-
-        with ThreadPoolExecutor(max_workers=width) as threads:
-            for future in [threads.submit(run_episodes) for _ in range(width)]:
-                future.result()
-        return [results[job] for job in jobs]
-
-    with ThreadPoolExecutor(max_workers=width) as threads:
+    def play_rounds() -> None:
         while pending or active:
+            if stop.is_set():
+                raise Stopped(f"stopped with {len(results)} of {len(jobs)} episodes ended")
             # Fill the free slots with new episodes (resets run in parallel: each makes a sandbox).
             starting = []
             while pending and (free or (factory is not None and len(active) + len(starting) < width)):
-                env = free.pop() if free else factory()  # type: ignore[misc]
+                env = free.pop() if free else make_env()
                 starting.append((pending.pop(0), env))
             for episode in threads.map(lambda pair: start(*pair), starting):
-                (
-                    _finish(episode, results, free, on_trajectory, check_rerender)
-                    if episode.done
-                    else active.append(episode)
-                )
+                if episode.done:
+                    finish(episode)
+                else:
+                    active.append(episode)
             if not active:
                 continue
             samples = _generate(generator, active, sampling, max_model_len, seed)
-            finished = list(threads.map(lambda pair: _advance(*pair, max_model_len), zip(active, samples)))
+            if stop.is_set():  # what a stopped run generated is not played
+                continue
+            finished = list(threads.map(advance, active, samples))
             for episode, done in zip(list(active), finished):
                 if done:
                     active.remove(episode)
-                    _finish(episode, results, free, on_trajectory, check_rerender)
+                    finish(episode)
+
+    lock = threading.Lock()
+    threads = ThreadPoolExecutor(max_workers=width)
+    try:
+        if getattr(generator, "concurrent", False):
+            for future in [threads.submit(run_episodes) for _ in range(width)]:
+                future.result()
+            if stop.is_set():
+                raise Stopped(f"stopped with {len(results)} of {len(jobs)} episodes ended")
+        else:
+            play_rounds()
+    except BaseException:  # Ctrl-C, SIGTERM, a Stop, on_trajectory failing: no episode may be left running
+        stop.drain(threads)
+        raise
+    finally:
+        threads.shutdown(wait=True)
+        for env in made:
+            quietly(env.close)
     return [results[job] for job in jobs]
 
 

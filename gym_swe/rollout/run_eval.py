@@ -2,6 +2,11 @@
 
 A run whose every episode failed (a dead ``--base-url``, a generator that cannot generate) reports why and
 exits with status 1 instead of printing a pass@1 of 0.
+
+Each trajectory is appended to ``--out`` as its episode ends (and flushed), so a crash or Ctrl-C loses at most
+the episodes in flight; a run that ends rewrites the file in task order. Ctrl-C or SIGTERM (how schedulers
+stop jobs) stops the run: no episode starts or plays another turn, every sandbox the run made is closed, and
+one line says what was saved; the exit status is 130 (SIGINT) or 143 (SIGTERM).
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from gym_swe.rollout.collector import collect
 from gym_swe.rollout.evaluation import failure_reasons, summarize
 from gym_swe.rollout.export import export_sft
 from gym_swe.rollout.generators import SamplingParams, make_generator
-from gym_swe.rollout.trajectory import Trajectory, save_jsonl
+from gym_swe.rollout.stopping import interrupt_of, signals_interrupt
+from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, save_jsonl
 
 
 def build_generator(args: argparse.Namespace) -> Any:
@@ -143,22 +149,39 @@ class TurnCallback(gymnasium.Wrapper):
 
 def run_eval(args: argparse.Namespace, play: Callable[..., list[Trajectory]] = collect) -> int:
     """``play``: how the episodes are played: `collect` (gym_swe's tool loop), or a black-box harness's
-    collector with the same surface plus ``on_turn`` (``--harness``)."""
+    collector with the same surface plus ``on_turn`` (``--harness``). Returns the exit status."""
+    with signals_interrupt():
+        try:
+            return _run(args, play)
+        except KeyboardInterrupt as error:  # before any episode ran (loading the model, say)
+            interrupted = interrupt_of(error)
+            print(
+                f"gym-swe: interrupted by {interrupted.signal_name} before any episode ran", file=sys.stderr
+            )
+            return interrupted.exit_code
+
+
+def _run(args: argparse.Namespace, play: Callable[..., list[Trajectory]]) -> int:
     kwargs: dict[str, Any] = {"tasks": args.tasks, "sandbox": args.sandbox}
     if args.max_turns:
         kwargs.update(max_turns=args.max_turns, max_episode_steps=args.max_turns)
     probe = gymnasium.make(args.env, **kwargs)
-    task_ids = args.task_id or probe.unwrapped.tasks.ids
-    probe.close()
+    try:
+        task_ids = args.task_id or probe.unwrapped.tasks.ids
+    finally:
+        probe.close()
     if args.limit:
         task_ids = task_ids[: args.limit]
     generator = build_generator(args)
     sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p)
-    progress = Progress(len(task_ids) * args.samples)
+    total = len(task_ids) * args.samples
+    progress = Progress(total)
     if play is collect:  # gym_swe's tool loop: a turn is an env step
         make_env, turns = (lambda: TurnCallback(gymnasium.make(args.env, **kwargs), progress.on_turn)), {}
     else:  # a harness steps the env only to submit: its turns are its model's, which it counts
         make_env, turns = (lambda: gymnasium.make(args.env, **kwargs)), {"on_turn": progress.on_turn}
+    interrupted = None
+    saved = JsonlAppender(args.out, then=progress.on_trajectory)  # each trajectory as its episode ends
     try:
         trajectories = play(
             make_env,
@@ -169,13 +192,23 @@ def run_eval(args: argparse.Namespace, play: Callable[..., list[Trajectory]] = c
             max_model_len=args.max_model_len,
             parallel=args.parallel,
             seed=args.seed,  # None (no --seed): no per-request seeds, so samples of a task differ
-            on_trajectory=progress.on_trajectory,
+            on_trajectory=saved,
             **turns,
         )
+    except KeyboardInterrupt as error:  # Ctrl-C or SIGTERM: the collector has closed every sandbox it made
+        interrupted = interrupt_of(error)
     finally:
+        saved.close()
         progress.close()
         generator.close()
-    save_jsonl(trajectories, args.out)
+    if interrupted is not None:
+        print(
+            f"gym-swe: interrupted by {interrupted.signal_name}: {saved.written} of {total} episodes ended, "
+            f"saved in {args.out}; the others were stopped and every sandbox closed",
+            file=sys.stderr,
+        )
+        return interrupted.exit_code
+    save_jsonl(trajectories, args.out)  # the same trajectories, in task order
     failed = sum(t.failed for t in trajectories)
     if failed == len(trajectories):
         print(f"gym-swe: error: no episode ran: all {failed} episodes failed.", file=sys.stderr)

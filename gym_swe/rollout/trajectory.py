@@ -5,11 +5,12 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from gym_swe.grading.base import valid_text
 
@@ -195,3 +196,48 @@ def save_jsonl(trajectories: Iterable[Trajectory], path: str | Path) -> Path:
 def load_jsonl(path: str | Path) -> list[Trajectory]:
     with Path(path).open(encoding="utf-8") as handle:
         return [Trajectory.from_dict(json.loads(line)) for line in handle if line.strip()]
+
+
+class JsonlAppender:
+    """An ``on_trajectory`` callback that appends each trajectory to a JSON Lines file as it ends and flushes
+    it (`trajectory_line`: whatever a trajectory holds encodes), so that a crash loses none that ended. Safe
+    to call from several threads. ``before``: applied to each trajectory first (a trainer notes its policy
+    version); ``then``: called after (a progress bar)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        before: Callable[[Trajectory], None] | None = None,
+        then: Callable[[Trajectory], None] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle: TextIO | None = self.path.open("w", encoding="utf-8")
+        self._lock = threading.Lock()
+        self._before, self._then = before, then
+        self.written = 0
+
+    def __call__(self, trajectory: Trajectory) -> None:
+        if self._before is not None:
+            self._before(trajectory)
+        line = trajectory_line(trajectory)
+        with self._lock:
+            if self._handle is None:
+                raise ValueError(f"{self.path}: the appender is closed")
+            self._handle.write(line)
+            self._handle.flush()
+            self.written += 1
+        if self._then is not None:
+            self._then(trajectory)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle is not None:
+                self._handle.close()
+                self._handle = None
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -61,7 +61,12 @@ def play(tokenizer, env_id: str, task_id: str, turns: list[str], **make):  # typ
     return trajectory, generator
 
 
-def test_mini_swe_agent_fixes_a_codedebug_task(tokenizer) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("family", ["tiny-bpe", "qwen2.5-instruct"])
+def test_mini_swe_agent_fixes_a_codedebug_task(family: str) -> None:
+    """Both tokenizers, whichever the fixture would pick here: a fresh clone has no shared data, so it gets
+    the small one, whose chat template puts no newline before a tool call where the model wrote one (the
+    re-render check tries the model's own text as the collector's does)."""
+    tokenizer = tokenizer_for(family)
     task = load_function_tasks("bundled").get("GymSwe/0")
     turns = [
         bash("python test_solution.py", 0),

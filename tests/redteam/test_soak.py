@@ -49,16 +49,18 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
-def footprint() -> dict[str, int]:
-    """What this test's own sandboxes could leave behind, counted: other gym_swe users on the host (a second
-    test run, a training job) have their own workspaces, cgroups and containers, named by their pid."""
-    owner = f"{WORKSPACE_PREFIX}{os.getpid()}-"
+def footprint(owner: int | None = None) -> dict[str, int]:
+    """What the sandboxes of process ``owner`` (default: this one) could leave behind, counted: other gym_swe
+    users on the host (a second test run, a training job) have their own workspaces, cgroups and containers,
+    named by their pid. Open files are this process's."""
+    owner = os.getpid() if owner is None else owner
+    prefix = f"{WORKSPACE_PREFIX}{owner}-"
     cgroups = [
         child
         for parent in jail_cgroup_parents()
         if parent.is_dir()
         for child in parent.iterdir()
-        if child.is_dir() and child.name.startswith(owner)
+        if child.is_dir() and child.name.startswith(prefix)
     ]
     in_cgroups: set[int] = set()
     for group in cgroups:
@@ -67,7 +69,7 @@ def footprint() -> dict[str, int]:
         except (OSError, ValueError):
             continue
     processes = set(in_cgroups)
-    for pid in _descendants(os.getpid()):
+    for pid in _descendants(owner):
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
@@ -78,17 +80,23 @@ def footprint() -> dict[str, int]:
     try:
         from gym_swe.sandbox.docker import LABEL, docker_client
 
-        labels = [LABEL, f"gym_swe.owner_pid={os.getpid()}"]
+        labels = [LABEL, f"gym_swe.owner_pid={owner}"]
         containers = len(docker_client().containers.list(all=True, filters={"label": labels}))
     except Exception:
         pass
     return {
         "containers": containers,
         "processes": len(processes),
-        "temp_dirs": len(list(workspace_root().glob(f"{owner}*"))),
+        "temp_dirs": len(list(workspace_root().glob(f"{prefix}*"))),
         "cgroups": len({group.name for group in cgroups}),  # one per jail (per controller on cgroup v1)
         "open_files": len(os.listdir("/proc/self/fd")),
     }
+
+
+def leftovers(owner: int) -> dict[str, int]:
+    """What a process that has exited left of its sandboxes (nonzero counts only): {} when nothing."""
+    counts = footprint(owner)
+    return {name: count for name, count in counts.items() if name != "open_files" and count}
 
 
 @pytest.mark.slow

@@ -473,6 +473,255 @@ def test_unix_socket(tokenizer, tmp_path: Path) -> None:  # type: ignore[no-unty
         assert status == 200 and body["choices"][0]["message"]["tool_calls"]
 
 
+# -- bounded like a server facing untrusted clients ----------------------------------------------------------------
+# Run in a bubblewrap jail, as an agent's own code would: connections to the proxy's socket (no secret needed),
+# half of them sending nothing, half their headers a byte at a time. "hold": open TARGET connections, once;
+# "reconnect": keep TARGET open, reopening at once each one the proxy closes (a client as fast as it can be).
+FLOOD = r"""
+import os, resource, selectors, socket, sys
+path, target, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # more connections than the proxy's process may hold
+selector, slow = selectors.DefaultSelector(), {}
+HEAD = b"POST /rollout/0/v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+opened = closed = 0
+print(os.getpid(), flush=True)
+while True:
+    budget = 500
+    while budget and (len(selector.get_map()) < target if mode == "reconnect" else opened < target):
+        budget -= 1
+        connection = socket.socket(socket.AF_UNIX)
+        connection.setblocking(False)
+        if connection.connect_ex(path):  # the backlog is full: again later
+            connection.close()
+            continue
+        selector.register(connection, selectors.EVENT_READ)
+        opened += 1
+        if opened % 2:
+            slow[connection] = 0
+    for key, _ in selector.select(timeout=0.2):
+        try:
+            data = key.fileobj.recv(4096)
+        except OSError:
+            data = b""
+        if not data:  # the proxy closed it
+            selector.unregister(key.fileobj)
+            slow.pop(key.fileobj, None)
+            key.fileobj.close()
+            closed += 1
+    for connection, sent in list(slow.items()):
+        if sent < len(HEAD):
+            try:
+                connection.send(HEAD[sent : sent + 1])
+                slow[connection] = sent + 1
+            except OSError:
+                pass
+    print(f"opened {opened} closed {closed}", flush=True)
+"""
+DESCRIPTORS = 1024  # this process's descriptor limit during the flood tests: a flood of 3,000 is more
+
+
+@pytest.fixture
+def few_descriptors() -> Iterator[int]:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, DESCRIPTORS), hard))
+    try:
+        yield min(soft, DESCRIPTORS)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+class Flood:
+    """FLOOD running in the background in a jail of its own that has ``socket_dir`` (and nothing else of the
+    proxy's) at /run/gym-swe-proxy."""
+
+    def __init__(self, socket_dir: Path, mode: str, target: int = 3000) -> None:
+        from gym_swe.sandbox import make_sandbox
+        from tests.conftest import require_bwrap
+
+        require_bwrap()
+        self.jail = make_sandbox("local", ro_binds={str(socket_dir): "/run/gym-swe-proxy"})
+        self.jail.write_file("/tmp/flood.py", FLOOD)
+        command = (
+            f"python3 /tmp/flood.py /run/gym-swe-proxy/proxy.sock {target} {mode} > /tmp/flood.log 2>&1 &"
+        )
+        assert self.jail.exec(command).exit_code == 0
+
+    def counts(self) -> dict[str, int]:
+        lines = self.jail.exec("tail -n 1 /tmp/flood.log").output.split()
+        return (
+            {"opened": int(lines[1]), "closed": int(lines[3])}
+            if len(lines) == 4
+            else {"opened": 0, "closed": 0}
+        )
+
+    def wait(self, opened: int) -> dict[str, int]:
+        while (counts := self.counts())["opened"] < opened:
+            time.sleep(0.1)
+        return counts
+
+    def stop(self) -> None:
+        pid = self.jail.exec("head -n 1 /tmp/flood.log").output.strip()
+        self.jail.exec(f"kill {pid}")
+
+    def close(self) -> None:
+        self.jail.close()
+
+
+def play_over_socket(socket_path: str, rollout, turns: int) -> None:  # type: ignore[no-untyped-def]
+    """A harness on the OpenAI SDK (its own retries) over the proxy's unix socket: ``turns`` requests, each
+    the last plus the answer and its tool results."""
+    import httpx
+    from openai import OpenAI
+
+    http = httpx.Client(transport=httpx.HTTPTransport(uds=socket_path))
+    client = OpenAI(
+        base_url=f"http://localhost/rollout/{rollout.id}/v1", api_key=rollout.secret, http_client=http
+    )
+    messages = list(OPENING)
+    for index in range(turns):
+        reply = client.chat.completions.create(model="any", messages=messages, tools=[BASH])
+        message = reply.choices[0].message.model_dump(exclude_none=True)
+        messages.append(message)
+        for call in message.get("tool_calls") or []:
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": f"output {index}"})
+    http.close()
+
+
+def test_unbounded_a_flood_from_a_jail_takes_every_descriptor_of_the_process(  # type: ignore[no-untyped-def]
+    tokenizer, tmp_path: Path, few_descriptors: int
+) -> None:
+    """The control: with the bounds lifted, the attack below is real (the process cannot open a file)."""
+    generator = RecordingGenerator(tokenizer, commands(1))
+    proxy = ProxyServer(generator, unix_socket=str(tmp_path / "proxy.sock"), max_connections=10**6,
+                        idle_timeout=3600).start()  # fmt: skip
+    flood = None
+    try:
+        flood = Flood(tmp_path, "hold")
+        flood.wait(opened=few_descriptors)
+        with pytest.raises(OSError, match="Too many open files"):
+            open(tmp_path / "any", "w").close()
+    finally:
+        proxy.close()  # its connections first: then the process has descriptors to close the jail with
+        if flood is not None:
+            flood.close()
+
+
+@pytest.mark.parametrize("where", ["the harness's socket", "a socket of its own"])
+def test_a_flood_from_a_jail_starves_no_rollout_and_no_descriptor(  # type: ignore[no-untyped-def]
+    tokenizer, tmp_path: Path, few_descriptors: int, where: str
+) -> None:
+    """3,000 connections that send nothing or their headers slowly, more than the process has descriptors:
+    an honest harness's rollout on the same proxy still gets its exact ids, and the process can still open
+    files and start processes. On the harness's own socket the flood opens its connections once; on a socket
+    of its own (`ProxyServer.listen`, one per sandbox), it reopens each one the proxy closes, at once."""
+    import subprocess
+
+    (tmp_path / "jail").mkdir()
+    generator = RecordingGenerator(tokenizer, commands(6))
+    harness_socket = str(tmp_path / "proxy.sock")
+    flood = None
+    with ProxyServer(generator, SamplingParams(max_tokens=64), unix_socket=harness_socket) as proxy:
+        assert proxy.connections.max_connections == few_descriptors // 4  # the default: a quarter
+        try:
+            if where == "a socket of its own":
+                proxy.listen(str(tmp_path / "jail" / "proxy.sock"))
+                flood = Flood(tmp_path / "jail", "reconnect")
+                flood.wait(opened=3000)
+            else:
+                flood = Flood(tmp_path, "hold")
+                flood.wait(opened=3000)
+            rollout = proxy.open_rollout("t")
+            play_over_socket(harness_socket, rollout, turns=5)
+            open(tmp_path / "still", "w").close()  # descriptors are left to the process
+            assert subprocess.run(["true"]).returncode == 0
+            counts = flood.counts()
+        finally:
+            if flood is not None:
+                flood.close()
+        trajectory = rollout.finish()
+        assert sampled_ids(trajectory) == generator.sampled and len(trajectory.turns) == 5
+        assert [trajectory.token_ids[: turn.start] for turn in trajectory.turns] == generator.prompts
+        assert trajectory.forks == 0 and trajectory.rerender_matches is True
+        # What made room: the flood's connections, closed by the proxy (the honest one's were served).
+        assert counts["closed"] >= 3000 - proxy.connections.max_connections - 128  # 128: the kernel's backlog
+        assert proxy.connections.evicted >= counts["closed"]
+        assert proxy.connections.open_connections <= proxy.connections.max_connections
+
+
+def raw_request(address: tuple[str, int], rollout_id: str, secret: str, body: bytes, sent: int | None = None):  # type: ignore[no-untyped-def]
+    """A connection that sends a request's headers and the first ``sent`` bytes of ``body`` (all: None)."""
+    import socket
+
+    connection = socket.create_connection(address)
+    head = (
+        f"POST /rollout/{rollout_id}/v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
+        f"Authorization: Bearer {secret}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    connection.sendall(head + body[: len(body) if sent is None else sent])
+    return connection
+
+
+def status_of(connection) -> int:  # type: ignore[no-untyped-def]
+    reply = b""
+    while b"\r\n" not in reply:
+        chunk = connection.recv(4096)
+        if not chunk:
+            break
+        reply += chunk
+    connection.close()
+    return int(reply.split()[1]) if reply else 0
+
+
+def test_one_rollout_cannot_take_more_than_its_share_of_requests(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """An agent that knows its own rollout's secret opens requests whose bodies never finish: past
+    max_connections_per_rollout they get a 429, each a 408 once idle_timeout has passed, and no other
+    rollout waits meanwhile. Requests without the secret, however slow, hold nothing of anyone's."""
+    generator = RecordingGenerator(tokenizer, commands(3))
+    with ProxyServer(generator, SamplingParams(max_tokens=64), max_connections_per_rollout=2,
+                     idle_timeout=2) as proxy:  # fmt: skip
+        mine, other = proxy.open_rollout("mine"), proxy.open_rollout("other")
+        address = (proxy.url.split("//")[1].split(":")[0], int(proxy.url.rsplit(":", 1)[1]))
+        body = json.dumps({"messages": OPENING, "tools": [BASH]}).encode()
+        stalled = [raw_request(address, mine.id, mine.secret, body, sent=10) for _ in range(2)]
+        while proxy.connections.requests_of(mine.id) < 2:
+            time.sleep(0.01)
+        assert status_of(raw_request(address, mine.id, mine.secret, body)) == 429
+        squatters = [raw_request(address, other.id, "guess", body, sent=10) for _ in range(4)]
+        assert [status_of(connection) for connection in squatters] == [401] * 4
+        assert post(other, {"messages": OPENING, "tools": [BASH]}).status_code == 200
+        assert [status_of(connection) for connection in stalled] == [408, 408]
+        assert post(mine, {"messages": OPENING, "tools": [BASH]}).status_code == 200  # its share is back
+        assert proxy.connections.over_rollout == 1
+
+
+def test_a_connection_that_sends_no_whole_request_in_time_is_closed(tokenizer) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    with ProxyServer(RecordingGenerator(tokenizer, commands(1)), idle_timeout=1) as proxy:
+        address = (proxy.url.split("//")[1].split(":")[0], int(proxy.url.rsplit(":", 1)[1]))
+        silent = socket.create_connection(address)
+        assert silent.recv(1) == b""  # closed by the proxy, having sent nothing
+        trickling = socket.create_connection(address)
+        trickling.settimeout(0.1)
+        head, closed = b"POST /rollout/x/v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n" * 50, False
+        for byte in range(len(head)):  # one byte at a time, the headers never done
+            try:
+                trickling.send(head[byte : byte + 1])
+                closed = trickling.recv(1) == b""
+            except TimeoutError:
+                continue
+            except OSError:
+                closed = True
+            if closed:
+                break
+        assert closed
+        silent.close()
+        trickling.close()
+
+
 class Recorded:
     """A real generator, its calls kept: what the trajectory must hold exactly."""
 

@@ -1,6 +1,13 @@
-"""The parts of `gym-swe eval` around the collector: the progress bar and the failure summary."""
+"""The parts of `gym-swe eval` around the collector: the progress bar, the failure summary, and a run that is
+stopped (Ctrl-C, SIGTERM, a crash): what ended is saved, every sandbox closed."""
 
 from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import gymnasium
 import pytest
@@ -9,8 +16,11 @@ import gym_swe  # noqa: F401
 from gym_swe.rollout.collector import collect
 from gym_swe.rollout.evaluation import failure_reasons
 from gym_swe.rollout.run_eval import Progress, TurnCallback
-from gym_swe.rollout.trajectory import Trajectory
-from tests.conftest import require_bwrap
+from gym_swe.rollout.trajectory import Trajectory, load_jsonl
+from gym_swe.sandbox.cgroups import prune_cgroups
+from gym_swe.sandbox.local import prune_workspaces
+from tests.conftest import require_bwrap, require_docker
+from tests.redteam.test_soak import leftovers
 from tests.rollout.scripted import ScriptedGenerator
 from tests.rollout.test_trajectories import load
 
@@ -45,3 +55,73 @@ def test_failure_reasons_come_grouped_on_one_line_each() -> None:
     assert reasons[0] == ("generator: no answer from http://x after 4 tries: refused", 2)
     assert reasons[1][1] == 1 and len(reasons[1][0]) == 300 and reasons[1][0].endswith("...")
     assert failure_reasons(trajectories, limit=1) == reasons[:1]
+
+
+# -- a run that is stopped: Ctrl-C, SIGTERM, a crash --------------------------------------------------------------
+EPISODES = 30
+
+
+def eval_until_saved(model: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
+    """`gym-swe eval` on ``EPISODES`` tasks one at a time, returned once at least one trajectory is in ``out``:
+    from then on an episode is in flight (or about to start) until the run ends, far later."""
+    command = [sys.executable, "-m", "gym_swe.cli", "eval", "--env", "CodeDebug-v0", "--generator", "hf",
+               "--model", str(model), "--parallel", "1", "--limit", str(EPISODES), "--max-turns", "2",
+               "--max-tokens", "16", "--out", str(out), *extra]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not (out.exists() and out.read_text(encoding="utf-8").count("\n")):
+            if process.poll() is not None:
+                raise AssertionError(f"eval ended before any episode did: {process.communicate()[1][-3000:]}")
+            time.sleep(0.05)
+    except BaseException:  # the test failed waiting (or timed out): the run must not outlive it
+        process.kill()
+        process.communicate()
+        raise
+    return process
+
+
+def ended_episodes(out: Path) -> list[Trajectory]:
+    """The trajectories in ``out``, each checked to be an episode that ended (graded, not cut by the stop)."""
+    trajectories = load_jsonl(out)  # every line whole: each was written at once, and flushed
+    for trajectory in trajectories:
+        assert trajectory.grade is not None and trajectory.end_reason == "max_turns", trajectory.end_reason
+        assert trajectory.error is None and len(trajectory.turns) == 2
+    return trajectories
+
+
+def test_eval_appends_each_trajectory_as_it_ends_so_a_crash_loses_only_episodes_in_flight(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """SIGKILL, which nothing can catch: what ended before is in the file, whole."""
+    require_bwrap()
+    out = tmp_path / "trajectories.jsonl"
+    process = eval_until_saved(tiny_model, out)
+    process.kill()
+    process.communicate()
+    try:
+        saved = ended_episodes(out)
+        assert 1 <= len(saved) < EPISODES
+        assert [t.task_id for t in saved] == [f"GymSwe/{i}" for i in range(len(saved))]
+    finally:  # a killed run leaves its sandbox behind: what `gym-swe sandbox prune` is for
+        prune_workspaces()
+        prune_cgroups()
+
+
+@pytest.mark.parametrize(("signal_name", "backend"), [("SIGINT", "local"), ("SIGTERM", "local"),
+                                                      ("SIGTERM", "docker")])  # fmt: skip
+def test_ctrl_c_or_sigterm_stops_eval_closes_every_sandbox_and_keeps_what_ended(
+    tiny_model: Path, tmp_path: Path, signal_name: str, backend: str
+) -> None:
+    (require_docker if backend == "docker" else require_bwrap)()
+    out = tmp_path / "trajectories.jsonl"
+    process = eval_until_saved(tiny_model, out, "--sandbox", backend)
+    process.send_signal(getattr(signal, signal_name))
+    _, stderr = process.communicate()
+    assert process.returncode == 128 + getattr(signal, signal_name), stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+    said = [line for line in stderr.splitlines() if line.startswith("gym-swe:")]
+    saved = ended_episodes(out)
+    assert said == [stderr.strip().splitlines()[-1]], stderr[-3000:]  # one line, the last
+    assert said[0].startswith(f"gym-swe: interrupted by {signal_name}: {len(saved)} of {EPISODES} episodes ")
+    assert 1 <= len(saved) < EPISODES
+    assert leftovers(process.pid) == {}  # no workspace, jail cgroup, process or container of the run

@@ -76,6 +76,7 @@ class TokenRecorder:
         self._segment_start = 0
         self._last_request: list[dict[str, Any]] = []
         self._last_prompt_end = 0
+        self._answers: list[tuple[dict[str, Any], str]] = []  # each turn's answer, and the text sampled
 
     @property
     def segment_length(self) -> int:
@@ -139,20 +140,41 @@ class TokenRecorder:
             finish = "length"
         self.trajectory.add_sampled(sample.token_ids, sample.logprobs, sample.text, sample.finish_reason)
         self._assistant = message
+        self._answers.append((message, sample.text))
         self._sampled = list(sample.token_ids)
         self._history = [*request.messages, message]
         self.trajectory.messages = list(self._history)
         return message, finish
 
     def rerender_matches(self) -> bool | None:
-        """Does rendering the last request afresh give the ids its turn was sampled from? (True where the
-        template is prefix-preserving over this history; None before any turn.)"""
+        """Does rendering the last request afresh give the ids its turn was sampled from? Tried with each of
+        the proxy's answers in it as the model wrote it (the sampled text), then as the harness sent it back
+        (content and tool calls, as `gym_swe.rollout.collector` tries an env's turns): a template that renders
+        tool calls otherwise than the model writes them (a newline less before a call, say) still re-renders
+        the model's own text. True where the template is prefix-preserving over this history; None before any
+        turn, or where the template cannot render it."""
         if self._chat is None or not self.trajectory.turns:
             return None
-        ids = self._chat.rerender_ids(self._last_request, add_generation_prompt=True)
-        if ids is None:
+        expected = self.trajectory.token_ids[self._segment_start : self._last_prompt_end]
+        rendered = [
+            self._chat.rerender_ids(messages, add_generation_prompt=True)
+            for messages in (self._as_written(self._last_request), self._last_request)
+        ]
+        if all(ids is None for ids in rendered):
             return None
-        return ids == self.trajectory.token_ids[self._segment_start : self._last_prompt_end]
+        return expected in rendered
+
+    def _as_written(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``messages`` with each of the proxy's answers, in order, replaced by the text the model wrote."""
+        written, answers = [], iter(self._answers)
+        pending = next(answers, None)
+        for message in messages:
+            answered = pending is not None and message.get("role") == "assistant"
+            if answered and _same_message(message, pending[0]):  # type: ignore[index]
+                message = {"role": "assistant", "content": pending[1]}  # type: ignore[index]
+                pending = next(answers, None)
+            written.append(message)
+        return written
 
 
 def sampled_ids(trajectory: Trajectory) -> Sequence[list[int]]:

@@ -9,8 +9,14 @@ Routes (``{id}`` is a rollout's, its secret the bearer token):
 
 Errors are OpenAI-shaped JSON: 401 wrong or missing secret, 404 unknown or ended rollout, 413 a body over
 ``max_body_bytes``, 400 malformed JSON or a request the proxy cannot serve, 400 ``context_length_exceeded``
-and 403 ``max_turns`` when a budget ends the rollout, 502 when the generator failed. One rollout's bad
-request never stops the server or touches another rollout.
+and 403 ``max_turns`` when a budget ends the rollout, 502 when the generator failed, 429 past
+``max_connections_per_rollout`` requests of one rollout at once, 408 a body slower than ``idle_timeout``. One
+rollout's bad request never stops the server or touches another rollout.
+
+Connections are bounded in number (``max_connections``, in all; by default a quarter of the process's
+descriptor limit), per rollout, and in time (``idle_timeout`` to send a request): see
+`gym_swe.rollout.proxy.connections`. A flood of connections from a sandbox closes the oldest idle ones, never
+a request being served, and never takes the descriptors the process needs for anything else.
 
 Typical use, from any thread::
 
@@ -25,6 +31,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
+import socket
+import stat
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -33,6 +42,12 @@ from typing import Any
 from gym_swe.errors import ConfigError, missing_dependency
 from gym_swe.rollout.generators.base import SamplingParams
 from gym_swe.rollout.proxy.batching import GenerationQueue
+from gym_swe.rollout.proxy.connections import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_PER_ROLLOUT,
+    ConnectionLimiter,
+    default_max_connections,
+)
 from gym_swe.rollout.proxy.openai_api import (
     RequestError,
     completion,
@@ -51,6 +66,7 @@ except ImportError:  # pragma: no cover - the extra is part of every test instal
     raise missing_dependency("aiohttp", "proxy") from None
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024  # a long agent conversation with big tool outputs stays well below
+BACKLOG = 128  # connections the kernel holds until the proxy accepts them (aiohttp's default)
 
 
 class RolloutHandle:
@@ -79,11 +95,21 @@ class RolloutHandle:
         """End the rollout (later requests get 404) and return its trajectory."""
         return self._proxy._finish(self._state, reason)
 
+    def end(self, reason: str) -> None:
+        """End the rollout from any thread without waiting for a request in flight (it is still recorded;
+        later ones get 404). `finish` still returns the trajectory."""
+        self._proxy._end_soon(self._state, reason)
+
 
 class ProxyServer:
     """See the module docstring. ``host``/``port`` (0: any free port) or ``unix_socket`` (a path: for a
     harness in a sandbox that reaches the host through a socket bound into its jail, and nothing else).
-    ``on_turn``: called after each completion the proxy answers, a harness's turn (for progress bars)."""
+    ``on_turn``: called after each completion the proxy answers, a harness's turn (for progress bars).
+
+    Bounds (`gym_swe.rollout.proxy.connections`): ``max_connections`` open at once (None: a quarter of this
+    process's descriptor limit, at most 4096; it must exceed the requests served at once, one per running
+    rollout), ``max_connections_per_rollout`` requests of one rollout at once, ``idle_timeout`` seconds for a
+    connection to send its request (and for a request's body to arrive)."""
 
     def __init__(
         self,
@@ -97,6 +123,9 @@ class ProxyServer:
         template_kwargs: Mapping[str, Any] | None = None,
         model_name: str | None = None,
         on_turn: Callable[[], None] | None = None,
+        max_connections: int | None = None,
+        max_connections_per_rollout: int = DEFAULT_MAX_PER_ROLLOUT,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         if getattr(generator, "chat", False):
             raise ConfigError(
@@ -107,6 +136,14 @@ class ProxyServer:
             raise ConfigError(f"max_model_len must be an int >= 2, got {max_model_len!r}")
         if not isinstance(max_body_bytes, int) or max_body_bytes < 1024:
             raise ConfigError(f"max_body_bytes must be an int >= 1024, got {max_body_bytes!r}")
+        max_connections = default_max_connections() if max_connections is None else max_connections
+        if not isinstance(max_connections, int) or max_connections < 2:
+            raise ConfigError(f"max_connections must be an int >= 2, got {max_connections!r}")
+        per_rollout = max_connections_per_rollout
+        if not isinstance(per_rollout, int) or per_rollout < 1:
+            raise ConfigError(f"max_connections_per_rollout must be an int >= 1, got {per_rollout!r}")
+        if not isinstance(idle_timeout, (int, float)) or idle_timeout <= 0:
+            raise ConfigError(f"idle_timeout must be a positive number of seconds, got {idle_timeout!r}")
         self.generator = generator
         self.sampling = sampling or SamplingParams()
         self.max_model_len = max_model_len
@@ -115,12 +152,15 @@ class ProxyServer:
         self.model_name = model_name or getattr(generator, "name", "model")
         self.on_turn = on_turn  # called on the server's thread after each completion it answers (progress)
         self.registry = RolloutRegistry()
+        self.connections = ConnectionLimiter(max_connections, max_connections_per_rollout)
+        self.idle_timeout = float(idle_timeout)
         self._host, self._port = host, port
         self.unix_socket = unix_socket
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None
         self._queue: GenerationQueue | None = None
+        self._listeners: list[tuple[socket.socket, asyncio.Task[None]]] = []
         self.url = ""
 
     # -- lifecycle -------------------------------------------------------------------------------------------
@@ -142,7 +182,7 @@ class ProxyServer:
                 return
             ready.set()
             loop.run_forever()
-            loop.run_until_complete(self._runner.cleanup())  # type: ignore[union-attr]
+            loop.run_until_complete(self._stop_site())
             loop.close()
 
         self._thread = threading.Thread(target=serve, name="gym-swe-proxy", daemon=True)
@@ -157,17 +197,58 @@ class ProxyServer:
         app = web.Application(client_max_size=self.max_body_bytes)
         app.router.add_post("/rollout/{rollout_id}/v1/chat/completions", self._chat_completions)
         app.router.add_get("/rollout/{rollout_id}/v1/models", self._models)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # keepalive_timeout: aiohttp closes a connection idle that long, from its opening as after a response.
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, keepalive_timeout=self.idle_timeout
+        )
         await self._runner.setup()
         self._queue = GenerationQueue(self.generator)
+        # The proxy accepts its connections itself (not through an aiohttp site), to bound them.
         if self.unix_socket:
-            await web.UnixSite(self._runner, self.unix_socket).start()
+            self._serve_on(_unix_listener(self.unix_socket), self.unix_socket)
             self.url = "http://localhost"
         else:
-            site = web.TCPSite(self._runner, self._host, self._port)
-            await site.start()
-            port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            self.url = f"http://{self._host}:{port}"
+            listener = _tcp_listener(self._host, self._port)
+            self._serve_on(listener, "tcp")
+            self.url = f"http://{self._host}:{listener.getsockname()[1]}"
+
+    def _serve_on(self, listener: socket.socket, door: str) -> None:
+        server = self._runner.server  # type: ignore[union-attr]
+        assert server is not None
+        accepting = asyncio.get_running_loop().create_task(self.connections.serve(listener, server, door))
+        self._listeners.append((listener, accepting))
+
+    def listen(self, path: str) -> str:
+        """Serve on one more unix socket, at ``path``, as well (the proxy must be running); returns the path.
+
+        Give each sandbox whose harness reaches the proxy through a socket a socket of its own: a directory
+        per sandbox, bound into it by `gym_swe.integrations.mini_swe_agent.inside_sandbox_options`, holding
+        ``listen(f"{directory}/proxy.sock")``. A client in one sandbox that opens connections as fast as it
+        can then fills only its own socket's backlog, and what the proxy closes to make room is its own (see
+        `gym_swe.rollout.proxy.connections`). Any rollout may be reached through any socket: the route and
+        secret still say which."""
+        if self._thread is None or self._loop is None:
+            raise ConfigError("the proxy is not running: call start() (or use it as a context manager) first")
+
+        async def open_socket() -> None:
+            self._serve_on(_unix_listener(path), path)
+
+        try:
+            asyncio.run_coroutine_threadsafe(open_socket(), self._loop).result()
+        except OSError as error:
+            raise ConfigError(f"the proxy could not listen at {path}: {error}") from error
+        return path
+
+    async def _stop_site(self) -> None:
+        for listener, accepting in self._listeners:
+            accepting.cancel()
+            try:
+                await accepting
+            except (asyncio.CancelledError, Exception):
+                pass
+            listener.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
 
     def close(self) -> None:
         if self._thread is None or self._loop is None:
@@ -205,6 +286,10 @@ class ProxyServer:
         )
         return RolloutHandle(self, self.registry.add(recorder, max_turns))
 
+    def _end_soon(self, state: RolloutState, reason: str) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(state.end, reason)
+
     def _finish(self, state: RolloutState, reason: str) -> Trajectory:
         async def end() -> None:
             async with state.lock:  # after a request in flight, before any later one
@@ -225,7 +310,7 @@ class ProxyServer:
         try:
             self.registry.authorize(request.match_info["rollout_id"], request.headers.get("Authorization"))
         except RequestError as error:
-            return web.json_response(error.body(), status=error.status)
+            return _error_response(error)
         return web.json_response(models_list(self.model_name))
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
@@ -233,16 +318,20 @@ class ProxyServer:
             state = self.registry.authorize(
                 request.match_info["rollout_id"], request.headers.get("Authorization")
             )
-            body = await self._read_json(request)
-            chat = parse_request(body)
-            # stream or not, a retry of the same request gets the same answer
-            replay = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
-            digest = hashlib.sha256(json.dumps(replay, sort_keys=True).encode()).hexdigest()
-            # Shielded: a client that gives up (an SDK timing out before its retry) does not cut a turn in
-            # half; the turn is recorded and its answer kept for the retry.
-            response = await asyncio.shield(self._answer(state, chat, digest))
+            with self.connections.serving(request.protocol, state.rollout_id):
+                return await self._serve_completion(request, state)
         except RequestError as error:
-            return web.json_response(error.body(), status=error.status)
+            return _error_response(error)
+
+    async def _serve_completion(self, request: web.Request, state: RolloutState) -> web.StreamResponse:
+        body = await self._read_json(request)
+        chat = parse_request(body)
+        # stream or not, a retry of the same request gets the same answer
+        replay = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+        digest = hashlib.sha256(json.dumps(replay, sort_keys=True).encode()).hexdigest()
+        # Shielded: a client that gives up (an SDK timing out before its retry) does not cut a turn in half;
+        # the turn is recorded and its answer kept for the retry.
+        response = await asyncio.shield(self._answer(state, chat, digest))
         if not chat.stream:
             return web.json_response(response)
         stream = web.StreamResponse(
@@ -266,7 +355,13 @@ class ProxyServer:
 
     async def _read_json(self, request: web.Request) -> Any:
         try:
-            raw = await request.read()
+            raw = await asyncio.wait_for(request.read(), self.idle_timeout)
+        except asyncio.TimeoutError:
+            raise RequestError(
+                408,
+                f"the request body did not arrive within this proxy's idle_timeout ({self.idle_timeout:g} s)",
+                code="request_timeout",
+            ) from None
         except web.HTTPRequestEntityTooLarge:
             raise RequestError(
                 413,
@@ -328,6 +423,39 @@ class ProxyServer:
             "total_tokens": len(prompt) + len(sample.token_ids),
         }
         return completion(f"chatcmpl-{uuid.uuid4().hex}", self.model_name, message, finish, usage)
+
+
+def _unix_listener(path: str) -> socket.socket:
+    try:  # a socket file a previous proxy left (as asyncio's own unix servers do)
+        if stat.S_ISSOCK(os.stat(path).st_mode):
+            os.remove(path)
+    except FileNotFoundError:
+        pass
+    return _listening(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), path)
+
+
+def _tcp_listener(host: str, port: int) -> socket.socket:
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return _listening(listener, (host, port))
+
+
+def _listening(listener: socket.socket, address: Any) -> socket.socket:
+    try:
+        listener.bind(address)
+        listener.listen(BACKLOG)
+        listener.setblocking(False)
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+def _error_response(error: RequestError) -> web.Response:
+    response = web.json_response(error.body(), status=error.status)
+    if error.status in (408, 413, 429):  # what is left of the request may still be arriving: not read
+        response.force_close()
+    return response
 
 
 __all__ = ["ProxyServer", "RolloutHandle", "error_body"]
