@@ -54,9 +54,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise MissingDependencyError(
-            'The Ray env pool needs Ray: pip install "gym-swe[ray]"'
-        ) from None
+        raise MissingDependencyError('The Ray env pool needs Ray: pip install "gym-swe[ray]"') from None
     return ray
 
 

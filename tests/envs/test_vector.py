@@ -125,13 +125,15 @@ def test_reset_gives_each_sub_env_its_prompt(make_vec, mode: str) -> None:
 def test_non_ascii_and_long_output_come_back_exactly(make_vec, mode: str) -> None:
     envs = make_vec("CodeDebug-v0", 2, mode)
     envs.reset(seed=0)
-    observations, rewards, terminated, truncated, _ = envs.step((bash(f"echo '{UNICODE}'"), bash("echo plain")))
+    observations, rewards, terminated, truncated, _ = envs.step(
+        (bash(f"echo '{UNICODE}'"), bash("echo plain"))
+    )
     assert observations == (UNICODE, "plain")
     assert list(rewards) == [0.0, 0.0] and not terminated.any() and not truncated.any()
 
     long_line = "é✓🙂x" * 3_000  # 12,000 characters, 27,000 bytes of UTF-8; under max_observation_chars
     program = f"import sys; sys.stdout.write({long_line!r})"
-    command = f"python3 -c \"{program}\""
+    command = f'python3 -c "{program}"'
     observations, *_ = envs.step((bash(command), bash("printf ''")))
     assert observations[0] == long_line
     assert observations[1] != long_line  # the other slot holds its own text, not the neighbour's

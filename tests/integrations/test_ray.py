@@ -80,7 +80,9 @@ def test_the_pool_runs_episodes_through_the_collector(ray_session, tokenizer) ->
         assert len(pool) == 4 and len(pool.actors) == 2
         trajectories = run(pool, ScriptedGenerator(tokenizer, TURNS))
         pids = [member.where["pid"] for member in pool._members]
-    assert [(t.task_id, t.sample_index) for t in trajectories] == [(task, i) for task in TASKS for i in range(2)]
+    assert [(t.task_id, t.sample_index) for t in trajectories] == [
+        (task, i) for task in TASKS for i in range(2)
+    ]
     for trajectory in trajectories:
         assert not trajectory.failed, trajectory.error
         assert trajectory.env_id == "CodeDebug-v0"
@@ -256,9 +258,13 @@ def test_the_readme_snippet_runs_on_this_cluster(ray_session, tmp_path: Path) ->
     code = snippet("Scale out with Ray")
     assert code.count(MODEL_PLACEHOLDER) == 1 and code.count('ray.init(address="auto")') == 1
     code = code.replace(MODEL_PLACEHOLDER, repr(str(tiny_bpe_model_path())))
-    code = code.replace('ray.init(address="auto")', f"ray.init(address={ray_session.get_runtime_context().gcs_address!r})")
+    code = code.replace(
+        'ray.init(address="auto")', f"ray.init(address={ray_session.get_runtime_context().gcs_address!r})"
+    )
     script = tmp_path / "snippet.py"
     script.write_text(code, encoding="utf-8")
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.splitlines()[-1] == "4 []"  # four episodes, none failed

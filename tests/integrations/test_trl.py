@@ -186,9 +186,9 @@ def test_environment_factory_trains_a_tiny_model(tool_caller: Path, tmp_path: Pa
     assert played and all(turn.calls[0].name == "bash" for turn in played)
     # The commands ran in the task's workspace: its own test script ran (passing or failing on the bug).
     ran_tests = [t for t in played if t.calls[0].arguments.get("command") == TOOL_CALL_COMMAND]
-    assert any(
-        "All tests passed." in t.observation or "Error" in t.observation for t in ran_tests
-    ), [(t.calls[0].arguments, t.observation[:200]) for t in played]
+    assert any("All tests passed." in t.observation or "Error" in t.observation for t in ran_tests), [
+        (t.calls[0].arguments, t.observation[:200]) for t in played
+    ]
 
 
 # -- rollout_func --------------------------------------------------------------------------------------
@@ -234,7 +234,10 @@ def test_rollout_func_trains_a_tiny_model(tool_caller: Path, tmp_path: Path) -> 
         assert trajectory.turns and trajectory.error is None
         sampled = [i for i, m in enumerate(trajectory.loss_mask[start:]) if m]
         assert len(sampled) == sum(turn.length for turn in trajectory.turns)
-        assert all(trajectory.logprobs[start + i] is not None and trajectory.logprobs[start + i] <= 0 for i in sampled)
+        assert all(
+            trajectory.logprobs[start + i] is not None and trajectory.logprobs[start + i] <= 0
+            for i in sampled
+        )
         if len(trajectory.turns) > 1:  # a bridge (tool output, template) between turns, masked out
             assert 0 in trajectory.loss_mask[start:]
     # gym_swe parsed the model's tool calls and ran them in the episodes' sandboxes.

@@ -235,7 +235,9 @@ def test_there_are_at_least_15_attacks_per_env() -> None:
     assert len(FUNCTION_ATTACKS) >= 15 and len(SWE_ATTACKS) >= 15
 
 
-UNITTEST_TASK = load_swe_tasks("bundled").get("gymswe__inikit-2")  # its FAIL_TO_PASS are unittest.TestCase methods
+UNITTEST_TASK = load_swe_tasks("bundled").get(
+    "gymswe__inikit-2"
+)  # its FAIL_TO_PASS are unittest.TestCase methods
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -152,7 +152,8 @@ def test_bad_environment_specs(environment, message: str) -> None:
 def test_environment_spec_from_a_json_string() -> None:
     spec = swe.Environment.from_value(
         '{"python": "3.9", "packages": ["numpy<2"], "install": ["pip install -e ."], "env": {"B": "2"}}',
-        "here", version="2.3",
+        "here",
+        version="2.3",
     )
     assert spec.python == "3.9" and spec.packages == ("numpy<2",) and spec.install == ("pip install -e .",)
     assert spec.variables == {"B": "2", "SETUPTOOLS_SCM_PRETEND_VERSION": "2.3"}
@@ -167,7 +168,7 @@ def test_exclusions_that_leave_nothing_to_fix_fail(tmp_path: Path) -> None:
 
 
 def test_swe_bench_lite_dev_split(shared_data: Path, tmp_path: Path, monkeypatch) -> None:
-    """"swe-bench-lite-dev" reads the dev split of SWE-bench Lite (a local directory stands in for the Hub)."""
+    """ "swe-bench-lite-dev" reads the dev split of SWE-bench Lite (a local directory stands in for the Hub)."""
     pytest.importorskip("datasets")
     import pyarrow.parquet as parquet
 
