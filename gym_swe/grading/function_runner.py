@@ -25,6 +25,7 @@ library, which a later ``import`` in the tests would read. In a local jail the l
 
 import ast
 import base64
+import errno
 import json
 import math
 import os
@@ -188,6 +189,7 @@ class Worker(object):
         self.source = source  # this file's text as the runner read it, before any worker existed
         self.process = None
         self.buffer = b""
+        self.started = 0  # workers started so far: after the first, the solution's code has run here
 
     def start(self, deadline):
         as_root = os.geteuid() == 0
@@ -201,10 +203,18 @@ class Worker(object):
                 cwd=os.path.dirname(os.path.abspath(self.solution)),
                 preexec_fn=demote if as_root else None,
             )
-        except OSError as error:  # an interpreter nobody may run, say: every test would fail, unfairly
+        except OSError as error:
+            if self.started and error.errno in (errno.EAGAIN, errno.ENOMEM):
+                # The sandbox's processes or memory used up by what the solution left running: its failure.
+                raise CandidateError(
+                    "the solution's process could not start: %s (the solution's own "
+                    "processes hold the sandbox's limits)" % error
+                ) from None
+            # An interpreter nobody may run, say: every test would fail, unfairly
             who = " as nobody (uid %d): the sandbox's python must be usable by any user" % NOBODY
             message = "the solution's process could not start%s: %s" % (who if as_root else "", error)
             raise RunnerError(message) from None
+        self.started += 1
         hello = self.read(deadline)
         if not hello.get("ready"):
             self.stop()  # it has exited: the next test starts a new one rather than writing to a closed pipe

@@ -19,9 +19,11 @@ exception class name). The host checks every reply against its schema (see proto
   write {path, mode?} + payload    -> {}
   put_tar {dest} + payload         -> {} (a tar archive extracted under dest)
   get_tar {path, max_bytes}        -> payload: a tar archive of path (its base name at the top)
-  manifest {path, max_files}       -> payload: JSON [[relative path, "f", executable, size, sha256 or null]
+  manifest {path, max_files, max_bytes?}
+                                   -> payload: JSON [[relative path, "f", executable, size, sha256 or null]
                                        or [relative path, "l", link target], ...]; ``.git`` directories and
-                                       files of other types are left out
+                                       files of other types are left out (FileTooLargeError past max_files,
+                                       past max_bytes of JSON, or for a directory too deep to name)
   get_files {path, names, max_bytes}
                                    -> payload: a tar archive of the named files and links under path
   kill_all                         -> {killed, left}: every process the commands started, background ones too
@@ -343,9 +345,14 @@ class Executor(object):
         own code runs: no git, no hooks, nothing the workspace could configure."""
         root = self.resolve(header["path"])
         limit = int(header["max_files"])
+        max_bytes = int(header.get("max_bytes") or 0)  # the reply's size, as JSON: checked as it grows
         entries = []
+        size = 2
 
         def unreadable(error):
+            if getattr(error, "errno", None) in (errno.ENAMETOOLONG, errno.ELOOP):
+                # Too deep to name: what is under it cannot be taken (nor carried by git): the agent's doing.
+                raise FileTooLargeError("a directory under %s is nested deeper than a path can name" % root)
             raise error  # a directory the walk cannot enter must not look like an empty one
 
         for directory, dirs, files in os.walk(root, onerror=unreadable):
@@ -358,8 +365,13 @@ class Executor(object):
                 entry = manifest_entry(path, relative)
                 if entry is not None:
                     entries.append(entry)
+                    size += len(json.dumps(entry)) + 2
                 if len(entries) > limit:
                     raise FileTooLargeError("more than %d files under %s" % (limit, header["path"]))
+                if max_bytes and size > max_bytes:
+                    raise FileTooLargeError(
+                        "the list of the files under %s comes to more than %d bytes" % (root, max_bytes)
+                    )
         return {}, json.dumps(entries).encode("utf-8")
 
     def op_get_files(self, header, payload):

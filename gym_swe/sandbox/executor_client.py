@@ -331,7 +331,7 @@ class ExecutorSandbox(ABC):
         executor itself, so that no program the workspace could configure runs: ``[relative path, "f",
         executable, size, sha256 or None]`` or ``[relative path, "l", target]``."""
         _, data = self._request(
-            {"op": "manifest", "path": path, "max_files": max_files},
+            {"op": "manifest", "path": path, "max_files": max_files, "max_bytes": MANIFEST_MAX_BYTES - 4096},
             timeout=600,
             max_reply=MANIFEST_MAX_BYTES,
         )

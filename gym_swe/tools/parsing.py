@@ -1105,6 +1105,14 @@ def _openai_call(entry: Any, index: int) -> _Found:
             problem = f"The arguments of the '{name}' tool call are not valid JSON: {problem}."
             return _error(index, "openai", problem, raw)
         raw = value
+    elif raw is not None and not isinstance(raw, str):
+        # Objects a Python caller built (not decoded from text): as JSON data, as the text would give, so that
+        # nothing later (the chat record, a repr) meets a structure deeper than the interpreter can walk.
+        try:
+            raw = json.loads(json.dumps(raw, default=str))
+        except (RecursionError, MemoryError, ValueError, TypeError):
+            problem = f"The arguments of the '{name}' tool call are nested too deeply or are not JSON data."
+            return _error(index, "openai", problem, where)
     arguments, problem = _as_arguments(raw)
     if arguments is None:
         return _error(index, "openai", f"In the '{name}' tool call, {problem}.", snippet)

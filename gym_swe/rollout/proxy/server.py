@@ -10,7 +10,8 @@ Routes (``{id}`` is a rollout's, its secret the bearer token):
 Errors are OpenAI-shaped JSON: 401 wrong or missing secret, 404 unknown or ended rollout, 413 a body over
 ``max_body_bytes``, 400 malformed JSON or a request the proxy cannot serve, 400 ``context_length_exceeded``
 and 403 ``max_turns`` when a budget ends the rollout, 502 when the generator failed, 429 past
-``max_connections_per_rollout`` requests of one rollout at once, 408 a body slower than ``idle_timeout``. One
+``max_connections_per_rollout`` requests of one rollout at once, 408 a body slower than ``idle_timeout``,
+415 a compressed body (``Content-Encoding``: it would be inflated past ``max_body_bytes`` before the cap). One
 rollout's bad request never stops the server or touches another rollout.
 
 Connections are bounded in number (``max_connections``, in all; by default a quarter of the process's
@@ -354,6 +355,13 @@ class ProxyServer:
             return response
 
     async def _read_json(self, request: web.Request) -> Any:
+        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding != "identity":  # decoded as it arrives, past any cap: a kilobyte becomes a gigabyte
+            raise RequestError(
+                415,
+                f"this proxy takes request bodies uncompressed (Content-Encoding {encoding!r} is refused)",
+                code="unsupported_media_type",
+            )
         try:
             raw = await asyncio.wait_for(request.read(), self.idle_timeout)
         except asyncio.TimeoutError:
@@ -374,6 +382,8 @@ class ProxyServer:
             raise RequestError(
                 400, f"the request body is not valid JSON: {error}", code="invalid_json"
             ) from None
+        except RecursionError:
+            raise RequestError(400, "the body's JSON is nested too deeply", code="invalid_json") from None
 
     async def _complete(self, state: RolloutState, chat: Any) -> dict[str, Any]:
         """One new turn of ``state``: budgets checked, prompt recorded, sample generated and recorded."""
@@ -453,7 +463,7 @@ def _listening(listener: socket.socket, address: Any) -> socket.socket:
 
 def _error_response(error: RequestError) -> web.Response:
     response = web.json_response(error.body(), status=error.status)
-    if error.status in (408, 413, 429):  # what is left of the request may still be arriving: not read
+    if error.status in (408, 413, 415, 429):  # what is left of the request may still be arriving: not read
         response.force_close()
     return response
 
