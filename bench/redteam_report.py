@@ -30,6 +30,8 @@ GROUPS = {
     "test_bad_input.py": "bad input",
     "test_fuzz_actions.py": "fuzzed actions (hypothesis) and the reported crashes",
     "test_protocol.py": "forged executor frames (faults)",
+    "test_issue21_attacks.py": "crash, launder, starve: names, pids, nesting, proxy floods (attacks)",
+    "test_load.py": "load: 48 episodes at once, a third hostile",
 }
 
 
