@@ -41,7 +41,7 @@ def main() -> None:
         "--env", "toy_env:ToySay-v0", "--model", str(model), "--steps", str(options.steps),
         "--tasks_per_step", "2", "--group_size", "8", "--max_turns", "2", "--max_new_tokens", "8",
         "--learning_rate", "2e-2", "--eval_holdout", "2", "--eval_every", "10", "--log_with", "none",
-        "--output_dir", options.output_dir, "--run_name", "demo-toy",
+        "--output_dir", options.output_dir, "--run_name", "demo-toy", "--overwrite",  # a demo reruns afresh
     ])  # fmt: skip
     summary = grpo.main(args)
     rewards = [row["reward/mean"] for row in summary["history"]]

@@ -44,6 +44,7 @@ import itertools
 import json
 import math
 import random
+import shutil
 import sys
 import time
 import urllib.request
@@ -61,6 +62,7 @@ import gym_swe  # noqa: F401  (registers the envs)
 from gym_swe.errors import ConfigError, GymSweError, unknown_name
 from gym_swe.rollout.collector import collect, derive_seed
 from gym_swe.rollout.generators import SamplingParams, make_generator
+from gym_swe.rollout.generators.weights import check_model_name, loading
 from gym_swe.rollout.stopping import Stop, interrupt_of, signals_interrupt
 from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, save_jsonl
 
@@ -196,6 +198,10 @@ class Args:
     """accelerate tracker: "tensorboard", "wandb", "trackio" or "none" (metrics.jsonl is always written)."""
     resume: str = ""
     """A run directory (or one of its checkpoints) to continue exactly where it stopped."""
+    overwrite: bool = False
+    """Start afresh in a run directory that holds an earlier run (a --run_name used before): that run's
+    metrics, trajectories, checkpoints, model, curve and logs are deleted first; other files stay. Without it
+    (or --resume) such a run is refused, so that two runs never mix."""
 
 
 def _help_from_docstrings(cls: type) -> type:
@@ -236,7 +242,13 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
             )
         parser.set_defaults(**config)
         del argv[at : at + 2]
-    (args,) = parser.parse_args_into_dataclasses(args=argv)
+    args, unused = parser.parse_args_into_dataclasses(args=argv, return_remaining_strings=True)
+    if unused:  # one line naming the nearest flag, where HfArgumentParser raises a bare ValueError
+        flag = next((word for word in unused if word.startswith("-")), unused[0])
+        if not flag.startswith("-"):
+            raise ConfigError(f"unexpected argument {flag!r}: every value follows its --flag")
+        known = ["--config", *(f"--{item.name}" for item in dataclasses.fields(Args))]
+        raise ConfigError(unknown_name("flag", flag.partition("=")[0], known) + " See --help.")
     validate(args)
     return args
 
@@ -317,6 +329,10 @@ def validate(args: Args) -> None:
     for bad, why in problems:
         if bad:
             raise ConfigError(why)
+    if args.resume and args.overwrite:
+        raise ConfigError("give --resume (continue a run) or --overwrite (start it afresh), not both")
+    check_model_name("--model", args.model)  # a missing directory, before anything loads
+    check_model_name("--tokenizer", args.tokenizer)
     if args.vllm_sleep:
         from gym_swe.rollout.generators.vllm_local import sleep_mode_refusal
 
@@ -503,8 +519,10 @@ def token_logprobs(model: Any, batch: MicroBatch, temperature: float) -> tuple[t
 def load_policy(args: Args) -> tuple[Any, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(args.tokenizer or args.model)
-    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    with loading("--tokenizer" if args.tokenizer else "--model", args.tokenizer or args.model):
+        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer or args.model)
+    with loading("--model", args.model):  # not on disk nor on the hub (or the hub out of reach): exit 2
+        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
     if args.lora:
         try:
             from peft import LoraConfig, get_peft_model
@@ -944,6 +962,25 @@ def plot(run_dir: Path, history: list[dict[str, Any]]) -> Path:
     return path
 
 
+RUN_OUTPUTS = ("metrics.jsonl", "trajectories", "checkpoints", "model", "reward.png", "args.json")
+"""What a run writes into its directory (the tensorboard logs go under the run's name there too)."""
+
+
+def holds_a_run(run_dir: Path) -> bool:
+    """Whether an earlier run wrote results into ``run_dir`` (args.json alone: one that never started)."""
+    results = ("metrics.jsonl", "trajectories", "checkpoints", "model")
+    return any((run_dir / name).exists() for name in results)
+
+
+def remove_run(run_dir: Path) -> None:
+    """--overwrite: the earlier run's outputs go; anything else in the directory stays."""
+    for path in (run_dir / name for name in (*RUN_OUTPUTS, run_dir.name)):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
 def latest_checkpoint(path: Path) -> Path:
     if (path / "trainer_state.json").exists():
         return path
@@ -968,6 +1005,11 @@ def main(args: Args) -> dict[str, Any]:
         else Path(args.output_dir)
         / (args.run_name or f"{args.env.split(':')[-1]}-{time.strftime('%Y%m%d-%H%M%S')}")
     )
+    if resume_from is None and not args.overwrite and holds_a_run(run_dir):
+        raise ConfigError(
+            f"{run_dir} holds an earlier run: pass --resume {run_dir} to continue it or --overwrite to start "
+            "it afresh (or another --run_name)"
+        )
     log_with = None if args.log_with == "none" else args.log_with
     accelerator = Accelerator(
         mixed_precision=args.mixed_precision, log_with=log_with, project_dir=str(run_dir)
@@ -979,8 +1021,12 @@ def main(args: Args) -> dict[str, Any]:
             "processes: groups are never split, so that advantages stay exact"
         )
     if accelerator.is_main_process:
+        if args.overwrite:  # never with --resume (validate refuses both)
+            remove_run(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=2))
+    if args.overwrite:
+        accelerator.wait_for_everyone()  # no process writes into the run directory while it is cleared
     if log_with:
         accelerator.init_trackers(run_dir.name, config=dataclasses.asdict(args))
 

@@ -15,19 +15,18 @@ import argparse
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
-from gym_swe.errors import ConfigError, GymSweError, missing_dependency
+from gym_swe.errors import ConfigError, missing_dependency
 from gym_swe.rollout.collector import collect
 from gym_swe.rollout.evaluation import failure_reasons, summarize
 from gym_swe.rollout.export import export_sft
 from gym_swe.rollout.generators import SamplingParams, make_generator
+from gym_swe.rollout.generators.weights import check_model_name, loading
 from gym_swe.rollout.stopping import interrupt_of, signals_interrupt
 from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, save_jsonl
 
@@ -37,13 +36,13 @@ def build_generator(args: argparse.Namespace) -> Any:
     if args.generator in ("vllm-server", "openai-chat") and not args.base_url:
         raise ConfigError(f"--generator {args.generator} needs --base-url (the server's address)")
     if args.generator in ("hf", "vllm"):
-        _check_local_path("--model", args.model)
-    _check_local_path("--tokenizer", args.tokenizer)
+        check_model_name("--model", args.model)
+    check_model_name("--tokenizer", args.tokenizer)
     if args.generator == "openai-chat":
         return make_generator("openai-chat", base_url=args.base_url, model=args.model, api_key=args.api_key)
     if args.generator == "vllm-server":
         option = "--tokenizer" if args.tokenizer else "--model"
-        with _loading(option, args.tokenizer or args.model):
+        with loading(option, args.tokenizer or args.model):
             return make_generator(
                 "vllm-server",
                 base_url=args.base_url,
@@ -57,34 +56,12 @@ def build_generator(args: argparse.Namespace) -> Any:
             from transformers import AutoTokenizer
         except ImportError:
             raise missing_dependency("transformers", "train") from None
-        with _loading("--tokenizer", args.tokenizer):
+        with loading("--tokenizer", args.tokenizer):
             tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
-    with _loading("--model", args.model):
+    with loading("--model", args.model):
         if args.generator == "hf":
             return make_generator("hf", model=args.model, tokenizer=tokenizer)
         return make_generator("vllm", model=args.model, tokenizer=tokenizer, max_model_len=args.max_model_len)
-
-
-def _check_local_path(option: str, value: str | None) -> None:
-    """A value written as a path (absolute, ./, ../ or ~) must exist: transformers would take it for a
-    malformed hub id and say so in a long traceback."""
-    if value and value.startswith(("/", ".", "~")) and not Path(value).expanduser().exists():
-        raise ConfigError(
-            f"{option} {value!r}: no such directory; give a local model directory or a Hugging Face model "
-            "id (e.g. Qwen/Qwen2.5-0.5B-Instruct)"
-        )
-
-
-@contextmanager
-def _loading(option: str, name: str) -> Iterator[None]:
-    """Turns transformers' way of saying that a model or tokenizer is not there into one ConfigError line."""
-    try:
-        yield
-    except GymSweError:
-        raise
-    except (OSError, ValueError) as error:
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise ConfigError(f"{option} {name!r} could not be loaded: {first_line}") from None
 
 
 class Progress:
@@ -167,6 +144,8 @@ def _run(args: argparse.Namespace, play: Callable[..., list[Trajectory]]) -> int
         kwargs.update(max_turns=args.max_turns, max_episode_steps=args.max_turns)
     probe = gymnasium.make(args.env, **kwargs)
     try:
+        for task_id in args.task_id or ():  # an unknown one is refused before the model loads, as `play` does
+            probe.unwrapped.tasks.get(task_id)
         task_ids = args.task_id or probe.unwrapped.tasks.ids
     finally:
         probe.close()

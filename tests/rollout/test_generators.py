@@ -47,6 +47,18 @@ def test_unknown_generator_lists_the_known_ones() -> None:
     assert set(GENERATORS) == {"hf", "vllm", "vllm-server", "openai-chat"}
 
 
+@pytest.mark.parametrize(("name", "kwargs", "message"), [
+    ("hf", {"model": "/no/such/model"}, "model '/no/such/model': no such directory"),
+    ("hf", {"model": "./no-such-model"}, "no such directory"),
+    ("vllm-server", {}, r"generator 'vllm-server' needs base_url, model, tokenizer: make_generator\("),
+    ("vllm-server", {"model": "m", "tokenizer": "t"}, "'vllm-server' needs base_url:"),
+])  # fmt: skip
+def test_a_missing_model_or_argument_is_one_line_naming_it(name: str, kwargs: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as raised:
+        make_generator(name, **kwargs)
+    assert "\n" not in str(raised.value)
+
+
 def test_hf_samples_with_the_logprobs_of_the_sampling_distribution(tiny_model: Path) -> None:
     generator = make_generator("hf", model=str(tiny_model))
     prompts = [

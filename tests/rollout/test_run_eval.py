@@ -3,6 +3,7 @@ stopped (Ctrl-C, SIGTERM, a crash): what ended is saved, every sandbox closed.""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -55,6 +56,23 @@ def test_failure_reasons_come_grouped_on_one_line_each() -> None:
     assert reasons[0] == ("generator: no answer from http://x after 4 tries: refused", 2)
     assert reasons[1][1] == 1 and len(reasons[1][0]) == 300 and reasons[1][0].endswith("...")
     assert failure_reasons(trajectories, limit=1) == reasons[:1]
+
+
+def test_an_unknown_task_id_is_one_line_before_the_model_loads(tmp_path: Path) -> None:
+    """As `gym-swe play` does. The model looks like a hub id that cannot be fetched (offline): were it loaded
+    first, the line would be about the model."""
+    command = [sys.executable, "-m", "gym_swe.cli", "eval", "--env", "CodeDebug-v0", "--generator", "hf",
+               "--model", "nobody/no-such-model", "--task-id", "GymSwe/1", "--task-id", "GymSwe/99",
+               "--out", str(tmp_path / "t.jsonl")]  # fmt: skip
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"}
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr[-3000:]
+    assert done.stderr.startswith(
+        "gym-swe: error: Unknown task id in 'bundled': 'GymSwe/99'. Did you mean 'GymSwe/9'?"
+    )
+    assert not (tmp_path / "t.jsonl").exists()
 
 
 # -- a run that is stopped: Ctrl-C, SIGTERM, a crash --------------------------------------------------------------

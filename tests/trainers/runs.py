@@ -48,6 +48,21 @@ def train(
     return done.stdout
 
 
+def refused(*flags: str, env: dict[str, str] | None = None, timeout: int = 300) -> str:
+    """Run the trainer with ``flags``, which it must refuse as a user meets it: exit 2 and one line, no
+    traceback. That line."""
+    command = [sys.executable, str(TRAINER), "--log_with", "none", *flags]
+    paths = f"{REPO_ROOT}:{REPO_ROOT / 'examples'}"
+    environment = {**os.environ, "PYTHONPATH": paths, "TOKENIZERS_PARALLELISM": "false", **(env or {})}
+    done = subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, env=environment, timeout=timeout
+    )
+    assert done.returncode == 2, done.stdout[-3000:] + done.stderr[-6000:]
+    said = [line for line in done.stderr.splitlines() if line.startswith("grpo.py:")]
+    assert len(said) == 1 and "Traceback" not in done.stderr, done.stderr[-6000:]
+    return said[0]
+
+
 def metrics(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 

@@ -192,6 +192,13 @@ def test_pack_microbatches_respects_the_padded_budget() -> None:
     (["--model", "m", "--generator", "vllm", "--generation_batch_size", "4"], "for --generator hf"),
     (["--model", "m", "--eval_holdout", "0"], "--eval_every needs tasks"),
     (["--model", "m", "--eval_every", "0", "--eval_holdout", "2"], "nothing is evaluated"),
+    (["--model", "m", "--stepz", "3"], "Unknown flag '--stepz'. Did you mean '--steps'?"),
+    (["--model", "m", "--max-turnz=3"], "Did you mean '--max_turns'?"),
+    (["--model", "m", "3"], "unexpected argument '3'"),
+    (["--model", "/no/such/model"], "--model '/no/such/model': no such directory"),
+    (["--model", "runs/x/model"], "no such directory"),
+    (["--model", "m", "--tokenizer", "./no-such-tokenizer"], "--tokenizer './no-such-tokenizer': no such"),
+    (["--model", "m", "--resume", "runs/x", "--overwrite"], "--resume .* or --overwrite .*, not both"),
 ])  # fmt: skip
 def test_config_errors_say_why(flags: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):

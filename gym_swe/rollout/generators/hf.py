@@ -17,6 +17,7 @@ from gym_swe.errors import ConfigError, missing_dependency
 from gym_swe.rollout.chat import stop_token_ids
 from gym_swe.rollout.generators.base import Sample, SamplingParams, request_seeds
 from gym_swe.rollout.generators.weights import (
+    check_model_name,
     checkpoint_weights,
     tied_partners,
     unwrap_model,
@@ -52,6 +53,7 @@ class HFGenerator:
             raise missing_dependency("transformers", "train") from None
         self._torch = torch
         if isinstance(model, (str, Path)):
+            check_model_name("model", model)
             tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(model))
             model = AutoModelForCausalLM.from_pretrained(str(model))
         if tokenizer is None:
