@@ -15,11 +15,13 @@ demo: system $(VENV)/.train
 
 test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
+	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
 	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 \
 	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(PY) -m pytest
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
+	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
 
 bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
 	$(PY) bench/sandbox_exec.py
