@@ -39,6 +39,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import importlib
 import inspect
 import itertools
 import json
@@ -331,6 +332,7 @@ def validate(args: Args) -> None:
             raise ConfigError(why)
     if args.resume and args.overwrite:
         raise ConfigError("give --resume (continue a run) or --overwrite (start it afresh), not both")
+    check_env(args.env)
     check_model_name("--model", args.model)  # a missing directory, before anything loads
     check_model_name("--tokenizer", args.tokenizer)
     if args.vllm_sleep:
@@ -533,6 +535,21 @@ def load_policy(args: Args) -> tuple[Any, Any]:
         )
         model = get_peft_model(model, config)
     return model, tokenizer
+
+
+def check_env(env_id: str) -> None:
+    """--env must be a registered id (``module:EnvId``: a module that registers it, imported here), found
+    before the model loads and before the run directory is made."""
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ConfigError(f"--env {env_id!r}: cannot import {module!r}: {error}") from None
+    if name not in gymnasium.registry:
+        ours = [env for env in gymnasium.registry if env in ("CodeDebug-v0", "SWEGym-v0")]
+        message = unknown_name("env", name, ours if not module else gymnasium.registry)
+        raise ConfigError(f"--env: {message} Your own env: module:EnvId, the module registering EnvId.")
 
 
 def make_env(args: Args) -> Any:

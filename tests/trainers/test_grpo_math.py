@@ -199,6 +199,9 @@ def test_pack_microbatches_respects_the_padded_budget() -> None:
     (["--model", "runs/x/model"], "no such directory"),
     (["--model", "m", "--tokenizer", "./no-such-tokenizer"], "--tokenizer './no-such-tokenizer': no such"),
     (["--model", "m", "--resume", "runs/x", "--overwrite"], "--resume .* or --overwrite .*, not both"),
+    (["--model", "m", "--env", "CodeDebg-v0"], "Unknown env 'CodeDebg-v0'. Did you mean 'CodeDebug-v0'?"),
+    (["--model", "m", "--env", "no_such_module_x:Env-v0"], "cannot import 'no_such_module_x'"),
+    (["--model", "m", "--env", "json:Env-v0"], "Unknown env 'Env-v0'"),
 ])  # fmt: skip
 def test_config_errors_say_why(flags: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
