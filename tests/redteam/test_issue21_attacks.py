@@ -143,20 +143,6 @@ print("made")
 """
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_path_longer_than_path_max_is_the_agents_failure(backend: str) -> None:
-    env = make_env("SWEGym-v0", backend)
-    try:
-        reward, terminated, _, info = run_episode(env, SWE_TASK.instance_id, swe_fix())  # the control
-        assert_scored(info, terminated, reward, 1.0)
-        reward, terminated, _, info = run_episode(
-            env, SWE_TASK.instance_id, [*swe_fix(), *python_turn(DEEP_PATH)]
-        )
-        assert_scored(info, terminated, reward, 0.0)  # or 1.0 with the deep file dropped: either is scored
-    finally:
-        env.close()
-
-
 # 14,000 empty files whose names are bytes that are not UTF-8, 14 directories deep: the executor's JSON writes
 # each such byte as a six-character escape, so the manifest comes to about 316 MB, over the 256 MiB read.
 BIG_MANIFEST = r"""
@@ -172,16 +158,19 @@ print("made")
 """
 
 
+@pytest.mark.parametrize(
+    "workspace", [DEEP_PATH, BIG_MANIFEST], ids=["deeper_than_path_max", "manifest_over_256_mib"]
+)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_manifest_too_large_to_read_is_the_agents_failure(backend: str) -> None:
+def test_a_workspace_too_deep_or_large_to_take_is_the_agents_failure(backend: str, workspace: str) -> None:
     env = make_env("SWEGym-v0", backend)
     try:
         reward, terminated, _, info = run_episode(env, SWE_TASK.instance_id, swe_fix())  # the control
         assert_scored(info, terminated, reward, 1.0)
         reward, terminated, _, info = run_episode(
-            env, SWE_TASK.instance_id, [*swe_fix(), *python_turn(BIG_MANIFEST)]
+            env, SWE_TASK.instance_id, [*swe_fix(), *python_turn(workspace)]
         )
-        assert_scored(info, terminated, reward, 0.0)
+        assert_scored(info, terminated, reward, 0.0)  # rejected: the workspace cannot be taken
     finally:
         env.close()
 
