@@ -63,7 +63,7 @@ import gym_swe  # noqa: F401  (registers the envs)
 from gym_swe.errors import ConfigError, GymSweError, unknown_name
 from gym_swe.rollout.collector import collect, derive_seed
 from gym_swe.rollout.generators import SamplingParams, make_generator
-from gym_swe.rollout.generators.weights import check_model_name, loading
+from gym_swe.rollout.generators.model_names import check_model_name, loading
 from gym_swe.rollout.stopping import Stop, interrupt_of, signals_interrupt
 from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, save_jsonl
 

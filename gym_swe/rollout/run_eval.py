@@ -26,7 +26,7 @@ from gym_swe.rollout.collector import collect
 from gym_swe.rollout.evaluation import failure_reasons, summarize
 from gym_swe.rollout.export import export_sft
 from gym_swe.rollout.generators import SamplingParams, make_generator
-from gym_swe.rollout.generators.weights import check_model_name, loading
+from gym_swe.rollout.generators.model_names import check_model_name, loading
 from gym_swe.rollout.stopping import interrupt_of, signals_interrupt
 from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, save_jsonl
 

@@ -16,8 +16,8 @@ from typing import Any
 from gym_swe.errors import ConfigError, missing_dependency
 from gym_swe.rollout.chat import stop_token_ids
 from gym_swe.rollout.generators.base import Sample, SamplingParams, request_seeds
+from gym_swe.rollout.generators.model_names import check_model_name
 from gym_swe.rollout.generators.weights import (
-    check_model_name,
     checkpoint_weights,
     tied_partners,
     unwrap_model,
