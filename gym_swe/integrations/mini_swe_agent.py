@@ -33,7 +33,6 @@ import shlex
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -353,19 +352,11 @@ def run_episodes(
             on_trajectory(trajectory)
         return trajectory
 
-    threads = ThreadPoolExecutor(max_workers=width)
-    try:
+    with stop.threads(width, made) as threads:  # whatever is raised, no agent is left running
         trajectories = [future.result() for future in [threads.submit(play, job) for job in jobs]]
         if stop.is_set():
             raise Stopped(f"stopped with {sum(t is not None for t in trajectories)} of {len(jobs)} ended")
         return trajectories  # type: ignore[return-value]
-    except BaseException:  # Ctrl-C, SIGTERM, a Stop: no agent may be left running, no sandbox open
-        stop.drain(threads)
-        raise
-    finally:
-        threads.shutdown(wait=True)
-        for env in made:
-            env.close()
 
 
 def collect_with_harness(

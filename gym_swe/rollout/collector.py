@@ -30,13 +30,12 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from gym_swe.rollout.chat import ChatFormat
 from gym_swe.rollout.generators.base import Generator, SamplingParams
-from gym_swe.rollout.stopping import Stop, Stopped, quietly
+from gym_swe.rollout.stopping import Stop, Stopped
 from gym_swe.rollout.trajectory import Trajectory
 
 EnvFactory = Callable[[], Any]
@@ -175,8 +174,7 @@ def collect(
                     finish(episode)
 
     lock = threading.Lock()
-    threads = ThreadPoolExecutor(max_workers=width)
-    try:
+    with stop.threads(width, made) as threads:  # whatever is raised, no episode is left running
         if getattr(generator, "concurrent", False):
             for future in [threads.submit(run_episodes) for _ in range(width)]:
                 future.result()
@@ -184,13 +182,6 @@ def collect(
                 raise Stopped(f"stopped with {len(results)} of {len(jobs)} episodes ended")
         else:
             play_rounds()
-    except BaseException:  # Ctrl-C, SIGTERM, a Stop, on_trajectory failing: no episode may be left running
-        stop.drain(threads)
-        raise
-    finally:
-        threads.shutdown(wait=True)
-        for env in made:
-            quietly(env.close)
     return [results[job] for job in jobs]
 
 

@@ -120,6 +120,22 @@ class Stop:
             with self._changed:
                 self._hooks.pop(id(callback), None)
 
+    @contextmanager
+    def threads(self, width: int, made: list[Any]) -> Iterator[ThreadPoolExecutor]:
+        """``width`` threads for episodes. On any exception (Ctrl-C, SIGTERM, a Stop, a callback failing)
+        nothing is left running (`drain`); at the end the threads are joined and the envs in ``made`` (the
+        ones a factory made for this collection) closed."""
+        threads = ThreadPoolExecutor(max_workers=width)
+        try:
+            yield threads
+        except BaseException:
+            self.drain(threads)
+            raise
+        finally:
+            threads.shutdown(wait=True)
+            for env in made:
+                quietly(env.close)
+
     def drain(self, threads: ThreadPoolExecutor) -> None:
         """Set, cancel what ``threads`` has not started, wait for the episodes still running (closing their
         sandboxes after `STOP_GRACE_SECONDS`), and wait for ``threads`` to end."""
