@@ -5,6 +5,8 @@ docker or datasets import happens here; each is imported where it is used. Witho
 ``gymnasium.make("gym_swe:CodeDebug-v0")`` imports it first.
 """
 
+from importlib.metadata import PackageNotFoundError, version
+
 from gym_swe.errors import (
     ConfigError,
     GradingError,
@@ -17,7 +19,11 @@ from gym_swe.errors import (
 )
 from gym_swe.registration import register_envs
 
-__version__ = "0.1.0"
+# The version is written once, in pyproject.toml; the installed package's metadata carries it here.
+try:
+    __version__ = version("gym-swe")
+except PackageNotFoundError:  # imported from a source tree that was never installed (pip install -e .)
+    __version__ = "0+unknown"
 
 register_envs()
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
 import gym_swe
 from gym_swe import errors
+from tests.conftest import REPO_ROOT
 
 
 def test_import_pulls_in_no_heavy_dependency() -> None:
@@ -37,3 +39,10 @@ def test_missing_dependency_names_the_extra() -> None:
     error = errors.missing_dependency("docker", "docker")
     assert isinstance(error, ImportError)
     assert 'pip install "gym-swe[docker]"' in str(error)
+
+
+def test_the_version_is_the_one_pyproject_declares() -> None:
+    """pyproject.toml is the one place the version is written; the package reports it from there."""
+    pyproject = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    declared = re.search(r'^version = "([^"]+)"$', pyproject, re.M)
+    assert declared and gym_swe.__version__ == declared.group(1)
