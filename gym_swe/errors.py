@@ -73,8 +73,9 @@ class GeneratorError(GymSweError):
 def unknown_name(kind: str, name: object, known: Iterable[str]) -> str:
     """Message for a name that is not among ``known``: says what came, suggests the nearest, lists all.
 
-    >>> unknown_name("sandbox backend", "dokcer", ["local", "docker"])
-    "Unknown sandbox backend 'dokcer'. Did you mean 'docker'? Known: 'docker', 'local'."
+    Examples:
+        >>> unknown_name("sandbox backend", "dokcer", ["local", "docker"])
+        "Unknown sandbox backend 'dokcer'. Did you mean 'docker'? Known: 'docker', 'local'."
     """
     known = sorted(known)
     message = f"Unknown {kind} {name!r}."

@@ -47,7 +47,7 @@ SCM_VERSION = "SETUPTOOLS_SCM_PRETEND_VERSION"
 class Environment:
     """How a task's environment is set up for local sandboxes (docker images carry their own).
 
-    In a record it is the ``environment`` field, an object (or a JSON string of one), every key optional::
+    In a record it is the ``environment`` field, an object (or a JSON string of one), every key optional:
 
         {"python": "3.9", "packages": ["pytest==7.4.4", "numpy<2"],
          "install": ["pip install -e ."], "env": {"SETUPTOOLS_SCM_PRETEND_VERSION": "5.4.0"}}
