@@ -7,7 +7,7 @@ VLLM_VENV ?= .venv-vllm
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install --quiet
 
-.PHONY: demo test lint bench system system-docker image clean
+.PHONY: demo test lint docs bench system system-docker image clean
 
 demo: system $(VENV)/.train
 	$(PY) examples/demo.py
@@ -16,12 +16,20 @@ demo: system $(VENV)/.train
 test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
+	$(MAKE) --no-print-directory docs
 	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 \
 	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(PY) -m pytest
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
+	$(MAKE) --no-print-directory docs
+
+# The documentation site (mkdocs.yml, docs/) into .tmp/site, strictly: a broken link, a missing page or a
+# reference to a name that does not exist fails it. A few seconds, offline. (The variable silences a notice
+# Material prints on every build.)
+docs: $(VENV)/.test
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
 	$(PY) bench/sandbox_exec.py
@@ -57,7 +65,7 @@ $(VENV)/.train: pyproject.toml | $(VENV)/bin/python
 
 $(VENV)/.test: pyproject.toml | $(VENV)/bin/python
 	$(PIP) torch==2.13.0
-	$(PIP) -e ".[dev,docker,datasets,train,ray,proxy,mini-swe-agent]"
+	$(PIP) -e ".[dev,docs,docker,datasets,train,ray,proxy,mini-swe-agent]"
 	touch $@ $(VENV)/.core $(VENV)/.train
 
 # vLLM (CPU build) in an environment of its own: it pins its own torch and transformers. torchvision,
