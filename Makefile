@@ -27,9 +27,9 @@ lint: $(VENV)/.test
 
 # The documentation site (mkdocs.yml, docs/) into .tmp/site, strictly: a broken link, a missing page or a
 # reference to a name that does not exist fails it. A few seconds, offline. (The variable silences a notice
-# Material prints on every build.)
+# Material prints on every build; no --quiet, which would hide the warnings --strict fails on.)
 docs: $(VENV)/.test
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
 	$(PY) bench/sandbox_exec.py
