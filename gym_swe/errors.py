@@ -89,9 +89,12 @@ def unknown_name(kind: str, name: object, known: Iterable[str]) -> str:
     return message
 
 
-def missing_dependency(module: str, extra: str) -> MissingDependencyError:
-    """The error to raise when an optional dependency is missing, with the pip command that fixes it."""
+def missing_dependency(module: str, extra: str, feature: str = "This feature") -> MissingDependencyError:
+    """The error to raise when an optional dependency is missing, with the pip command that fixes it: the one
+    way gym_swe words an install hint (``extra`` is one of pyproject.toml's extras, which a test checks).
+    ``feature`` says what needs it (``"The Ray env pool"``), for a message read without its traceback; where
+    a reason is wanted rather than an exception, ``str()`` of the error is that reason."""
     return MissingDependencyError(
-        f"This feature needs the Python package {module!r}, which is not installed. "
+        f"{feature} needs the Python package {module!r}, which is not installed. "
         f'Install it with: pip install "gym-swe[{extra}]"'
     )

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_swe.errors import FileTooLargeError, GradingError
+from gym_swe.grading.diffs import BINARY_FILE, SYMBOLIC_LINK, FilteredDiff
 from gym_swe.grading.hostgit import ScratchRepository
 from gym_swe.sandbox.executor_client import ExecutorSandbox
 
@@ -88,22 +89,13 @@ def compare(pristine: Mapping[str, Entry], agent: Mapping[str, Entry]) -> Change
     return Changes(added, modified, deleted)
 
 
-@dataclass(frozen=True)
-class TakenDiff:
-    """The agent's changes, ready to grade: the diff of the kept paths, and what was left out and why."""
-
-    diff: str
-    kept: tuple[str, ...]
-    dropped: tuple[tuple[str, str], ...]
-
-
 def take_diff(
     agent: ExecutorSandbox,
     pristine_sandbox: ExecutorSandbox,
     pristine: Mapping[str, Entry],
     workdir: str,
     reason_to_drop: Callable[[str, bool], str | None],
-) -> TakenDiff:
+) -> FilteredDiff:
     """The agent's changes under ``workdir`` as a git diff against ``pristine`` (the manifest of
     ``pristine_sandbox``'s untouched tree), leaving out every path ``reason_to_drop(path, new)`` gives a
     reason for, and links, submodules and binary files.
@@ -126,7 +118,7 @@ def take_diff(
         if not _is_utf8(path):
             reason: str | None = NOT_UTF8
         elif links:
-            reason = "a symbolic link"
+            reason = SYMBOLIC_LINK
         else:
             reason = reason_to_drop(path, path in changes.added)
         if reason is None:
@@ -141,7 +133,7 @@ def take_diff(
             f"the changed files hold {size} bytes, more than the {MAX_CHANGED_BYTES} taken"
         )
     if not kept:
-        return TakenDiff("", (), tuple(dropped))
+        return FilteredDiff("", (), tuple(dropped))
 
     with ScratchRepository() as repo:
         new_files = _fetch(
@@ -153,7 +145,7 @@ def take_diff(
         binary = sorted(path for path, data in {**old_files, **new_files}.items() if b"\0" in data[:8000])
         for path in binary:
             kept.remove(path)
-            dropped.append((path, "a binary file"))
+            dropped.append((path, BINARY_FILE))
         old_tree = repo.tree([(pristine[p].mode, repo.blob(old_files[p]), p) for p in kept if p in old_files])
         new_tree = repo.tree(
             [(agent_entries[p].mode, repo.blob(new_files[p]), p) for p in kept if p in new_files]
@@ -163,7 +155,7 @@ def take_diff(
             kept.remove(path)
             dropped.append((path, "a path git does not take (a .git, . or .. part, in some spelling)"))
         diff = repo.diff(old_tree, new_tree) if kept else ""
-    return TakenDiff(diff, tuple(kept), tuple(sorted(dropped)))
+    return FilteredDiff(diff, tuple(kept), tuple(sorted(dropped)))
 
 
 NOT_UTF8 = "a file name that is not valid UTF-8 (the grader reads a diff's names as UTF-8)"

@@ -34,6 +34,8 @@ METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg-link")
 # Directory names that hold tests; anything under them is a test file.
 TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__"})
 SYMLINK_MODE, GITLINK_MODE = "120000", "160000"
+# Why a change is left out whatever its path: a source fix needs none of these.
+BINARY_FILE, SYMBOLIC_LINK, SUBMODULE = "a binary file", "a symbolic link", "a submodule"
 
 _GIT_HEADER = re.compile(r"^diff --git (?P<a>\S+|\".*?\") (?P<b>\S+|\".*?\")$")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -308,11 +310,11 @@ def part_reason(
 ) -> str | None:
     """Why a whole part is dropped: a protected path, or a kind of change a source fix never needs."""
     if part.binary:
-        return "a binary file"
+        return BINARY_FILE
     if SYMLINK_MODE in part.modes:
-        return "a symbolic link"
+        return SYMBOLIC_LINK
     if GITLINK_MODE in part.modes:
-        return "a submodule"
+        return SUBMODULE
     test_paths = set(test_patch_paths)
     created = part.new_path is not None and part.new_path != part.old_path
     for path in part.paths:
@@ -325,13 +327,15 @@ def part_reason(
 
 @dataclass(frozen=True)
 class FilteredDiff:
-    """The diff to apply, and what was dropped from it and why."""
+    """The agent's changes, ready to grade: the diff to apply, the paths it changes, and what was left out
+    and why. `filter_diff` makes one from a diff; `changes.take_diff` from the agent's workspace itself."""
 
     diff: str
+    """The kept changes as a git diff ("" when none is left)."""
     kept: tuple[str, ...]
-    """Every path the kept parts touch (both sides of a rename)."""
+    """Every path the kept changes touch (both sides of a rename)."""
     dropped: tuple[tuple[str, str], ...]
-    """(path, reason) for every file whose change was dropped."""
+    """(path, reason) for every file whose change was left out."""
 
 
 def filter_diff(

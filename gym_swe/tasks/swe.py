@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from gym_swe.errors import TaskFormatError
-from gym_swe.grading.test_ids import is_log_fragment
 from gym_swe.tasks.base import TaskSet, load_source, read_hub_rows, read_rows, require_fields
 from gym_swe.tasks.swebench_specs import swebench_environment
+from gym_swe.tasks.test_ids import is_log_fragment
 
 # Hugging Face datasets behind the named sources: (repository, config, split).
 HUB_SOURCES = {

@@ -137,7 +137,7 @@ class StrReplaceEditor(Tool):
                 f"{'A directory' if kind == 'dir' else 'A file'} already exists at {path}; `create` does not "
                 "overwrite. Edit it with `str_replace` or `insert`."
             )
-        sandbox.write_file(path, file_text)
+        self._write(sandbox, path, file_text)
         self._history.setdefault(path, []).append(None)
         return f"File created successfully at: {path}"
 
@@ -163,7 +163,7 @@ class StrReplaceEditor(Tool):
                 "Include more surrounding lines so it matches one place."
             )
         new_content = content.replace(old_str, new_str, 1)
-        sandbox.write_file(path, new_content)
+        self._write(sandbox, path, new_content)
         self._history.setdefault(path, []).append(content)
         first_line = content[: content.find(old_str)].count("\n") + 1
         return self._edited(path, new_content, first_line, new_str.count("\n") + 1)
@@ -184,7 +184,7 @@ class StrReplaceEditor(Tool):
         if content.endswith("\n") and insert_line == len(lines):
             new_lines = lines[:-1] + body.split("\n") + [""]
         new_content = "\n".join(new_lines)
-        sandbox.write_file(path, new_content)
+        self._write(sandbox, path, new_content)
         self._history.setdefault(path, []).append(content)
         return self._edited(path, new_content, insert_line + 1, body.count("\n") + 1)
 
@@ -192,11 +192,16 @@ class StrReplaceEditor(Tool):
         history = self._history.get(path)
         if not history:
             raise _Refused(f"No edit of {path} to undo.")
-        earlier = history.pop()
+        # The edit leaves the history only once it is undone: an undo the sandbox refuses can be tried again.
+        earlier = history[-1]
         if earlier is None:
-            sandbox.exec(f"rm -f -- {shlex.quote(path)}", timeout=30)
+            removed = sandbox.exec(f"rm -f -- {shlex.quote(path)}", timeout=30)
+            if not removed.ok:
+                raise _Refused(f"Could not undo the creation of {path}: {removed.stderr.strip()}")
+            history.pop()
             return f"Undid the creation of {path}; the file is gone."
-        sandbox.write_file(path, earlier)
+        self._write(sandbox, path, earlier)
+        history.pop()
         shown = bound_text(_numbered(earlier.split("\n"), 1), self.max_output_chars)
         return f"Last edit of {path} undone. Its content now:\n{shown}"
 
@@ -229,6 +234,18 @@ class StrReplaceEditor(Tool):
             return data.decode("utf-8")
         except UnicodeDecodeError:
             raise _Refused(f"{path} is not UTF-8 text (a binary file?); use bash to inspect it.") from None
+
+    @staticmethod
+    def _write(sandbox: Sandbox, path: str, content: str) -> None:
+        # The sandbox reports what open() would; each is the model's to fix, so it is told, not raised.
+        try:
+            sandbox.write_file(path, content)
+        except PermissionError:
+            raise _Refused(f"Permission denied writing {path}.") from None
+        except (FileExistsError, NotADirectoryError):
+            raise _Refused(f"Cannot write {path}: a part of its path is a file, not a directory.") from None
+        except IsADirectoryError:
+            raise _Refused(f"{path} is a directory; this command needs a file.") from None
 
     def _edited(self, path: str, content: str, first_line: int, line_count: int) -> str:
         lines = content.split("\n")
