@@ -66,8 +66,6 @@ class Parser(argparse.ArgumentParser):
             spelling = underscored(flag)
             if spelling is None:
                 continue
-            if spelling in self._option_string_actions:
-                raise ValueError(f"{spelling} is already a flag of {self.prog}")
             # Where argparse looks a flag up, not among the action's own option strings: parsed, not shown.
             self._option_string_actions[spelling] = action
         return action
