@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     from gym_swe.registration import ENVS, TASK_SOURCES
 
     print(f"{'env':<16} {'task source':<16} tasks")
-    for spec in ENVS:
-        for source, count in TASK_SOURCES[spec["id"]]().items():
-            print(f"{spec['id']:<16} {source:<16} {count}")
+    for env_id in (str(spec["id"]) for spec in ENVS):
+        for source, count in TASK_SOURCES[env_id]().items():
+            print(f"{env_id:<16} {source:<16} {count}")
     return 0

@@ -128,6 +128,6 @@ def check_env(env_id: str) -> None:
     """Fail at once, with the nearest name, on an env id gym_swe does not register."""
     from gym_swe.registration import ENVS
 
-    known = [spec["id"] for spec in ENVS]
+    known = [str(spec["id"]) for spec in ENVS]
     if env_id.removeprefix("gym_swe:") not in known:
         raise ConfigError(unknown_name("env", env_id, known))
