@@ -1,5 +1,7 @@
 """`gym-swe eval`: a model on an env's tasks, with a progress bar, a per-task table, pass@1 and pass@k.
 
+`run_eval` takes an `EvalOptions` (the command's flags, typed; ``gym_swe.cli.eval`` makes one from them).
+
 A run whose every episode failed (a dead ``--base-url``, a generator that cannot generate) reports why and
 exits with status 1 instead of printing a pass@1 of 0.
 
@@ -11,11 +13,12 @@ one line says what was saved; the exit status is 130 (SIGINT) or 143 (SIGTERM).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 
 import gymnasium
@@ -31,7 +34,57 @@ from gym_swe.rollout.stopping import interrupt_of, signals_interrupt
 from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, save_jsonl
 
 
-def build_generator(args: argparse.Namespace) -> Any:
+@dataclass(frozen=True)
+class EvalOptions:
+    """What `run_eval` runs: which tasks, played how, sampled from which generator, saved where. The defaults
+    are `gym-swe eval`'s; the generator's fields keep its flags' names (``--base-url`` is ``base_url``)."""
+
+    env: str
+    """The env id, e.g. ``CodeDebug-v0``."""
+    generator: str
+    """hf (transformers), vllm (in-process), vllm-server or openai-chat (an endpoint at ``base_url``)."""
+    model: str
+    """A model directory or Hugging Face id; for a server, the name it serves."""
+    tasks: str = "bundled"
+    """The env's task source."""
+    task_ids: tuple[str, ...] = ()
+    """Only these tasks, in this order (default: every task of the source); an unknown one is refused before
+    the model loads."""
+    limit: int | None = None
+    """Only the first ``limit`` tasks."""
+    sandbox: str = "local"
+    """Where agent commands run: local or docker."""
+    base_url: str | None = None
+    """vllm-server / openai-chat: the server's address."""
+    tokenizer: str | None = None
+    """A tokenizer path (default: the model's)."""
+    api_key: str | None = None
+    """openai-chat: the key (default: OPENAI_API_KEY)."""
+    samples: int = 1
+    """Samples per task."""
+    ks: tuple[int, ...] = ()
+    """The pass@k to report (default: 1 and ``samples``)."""
+    max_turns: int | None = None
+    """Turns per episode (default: the env's)."""
+    max_tokens: int = 1024
+    """Tokens per turn."""
+    max_model_len: int = 8192
+    """Tokens per trajectory."""
+    temperature: float = 1.0
+    """Sampling temperature."""
+    top_p: float = 1.0
+    """Nucleus sampling: the top-p mass."""
+    seed: int | None = None
+    """A run seed: makes a run repeatable (hf); samples of a task still differ. None: no per-request seeds."""
+    parallel: int = 8
+    """Episodes at once."""
+    out: str | Path = "trajectories.jsonl"
+    """Where the trajectories are saved, each as its episode ends."""
+    export_sft: str | Path | None = None
+    """Also write the resolved trajectories here, as a chat SFT dataset."""
+
+
+def build_generator(args: EvalOptions) -> Any:
     """The generator ``args`` ask for; a model or tokenizer that cannot be loaded is a ConfigError."""
     if args.generator in ("vllm-server", "openai-chat") and not args.base_url:
         raise ConfigError(f"--generator {args.generator} needs --base-url (the server's address)")
@@ -124,12 +177,13 @@ class TurnCallback(gymnasium.Wrapper):
         return result
 
 
-def run_eval(args: argparse.Namespace, play: Callable[..., list[Trajectory]] = collect) -> int:
-    """``play``: how the episodes are played: `collect` (gym_swe's tool loop), or a black-box harness's
-    collector with the same surface plus ``on_turn`` (``--harness``). Returns the exit status."""
+def run_eval(options: EvalOptions, play: Callable[..., list[Trajectory]] = collect) -> int:
+    """Plays ``options.samples`` episodes of each task, prints what `gym-swe eval` prints and returns its exit
+    status. ``play``: how the episodes are played: `collect` (gym_swe's tool loop), or a black-box harness's
+    collector with the same surface plus ``on_turn`` (``--harness``)."""
     with signals_interrupt():
         try:
-            return _run(args, play)
+            return _run(options, play)
         except KeyboardInterrupt as error:  # before any episode ran (loading the model, say)
             interrupted = interrupt_of(error)
             print(
@@ -138,39 +192,41 @@ def run_eval(args: argparse.Namespace, play: Callable[..., list[Trajectory]] = c
             return interrupted.exit_code
 
 
-def _run(args: argparse.Namespace, play: Callable[..., list[Trajectory]]) -> int:
-    kwargs: dict[str, Any] = {"tasks": args.tasks, "sandbox": args.sandbox}
-    if args.max_turns:
-        kwargs.update(max_turns=args.max_turns, max_episode_steps=args.max_turns)
-    probe = gymnasium.make(args.env, **kwargs)
+def _run(options: EvalOptions, play: Callable[..., list[Trajectory]]) -> int:
+    kwargs: dict[str, Any] = {"tasks": options.tasks, "sandbox": options.sandbox}
+    if options.max_turns:
+        kwargs.update(max_turns=options.max_turns, max_episode_steps=options.max_turns)
+    probe = gymnasium.make(options.env, **kwargs)
     try:
-        for task_id in args.task_id or ():  # an unknown one is refused before the model loads, as `play` does
+        for task_id in options.task_ids:  # an unknown one is refused before the model loads, as `play` does
             probe.unwrapped.tasks.get(task_id)
-        task_ids = args.task_id or probe.unwrapped.tasks.ids
+        task_ids = list(options.task_ids) or probe.unwrapped.tasks.ids
     finally:
         probe.close()
-    if args.limit:
-        task_ids = task_ids[: args.limit]
-    generator = build_generator(args)
-    sampling = SamplingParams(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p)
-    total = len(task_ids) * args.samples
+    if options.limit:
+        task_ids = task_ids[: options.limit]
+    generator = build_generator(options)
+    sampling = SamplingParams(
+        max_tokens=options.max_tokens, temperature=options.temperature, top_p=options.top_p
+    )
+    total = len(task_ids) * options.samples
     progress = Progress(total)
     if play is collect:  # gym_swe's tool loop: a turn is an env step
-        make_env, turns = (lambda: TurnCallback(gymnasium.make(args.env, **kwargs), progress.on_turn)), {}
+        make_env, turns = (lambda: TurnCallback(gymnasium.make(options.env, **kwargs), progress.on_turn)), {}
     else:  # a harness steps the env only to submit: its turns are its model's, which it counts
-        make_env, turns = (lambda: gymnasium.make(args.env, **kwargs)), {"on_turn": progress.on_turn}
+        make_env, turns = (lambda: gymnasium.make(options.env, **kwargs)), {"on_turn": progress.on_turn}
     interrupted = None
-    saved = JsonlAppender(args.out, then=progress.on_trajectory)  # each trajectory as its episode ends
+    saved = JsonlAppender(options.out, then=progress.on_trajectory)  # each trajectory as its episode ends
     try:
         trajectories = play(
             make_env,
             generator,
             task_ids,
-            samples_per_task=args.samples,
+            samples_per_task=options.samples,
             sampling=sampling,
-            max_model_len=args.max_model_len,
-            parallel=args.parallel,
-            seed=args.seed,  # None (no --seed): no per-request seeds, so samples of a task differ
+            max_model_len=options.max_model_len,
+            parallel=options.parallel,
+            seed=options.seed,  # None (no --seed): no per-request seeds, so samples of a task differ
             on_trajectory=saved,
             **turns,
         )
@@ -183,20 +239,20 @@ def _run(args: argparse.Namespace, play: Callable[..., list[Trajectory]]) -> int
     if interrupted is not None:
         print(
             f"gym-swe: interrupted by {interrupted.signal_name}: {saved.written} of {total} episodes ended, "
-            f"saved in {args.out}; the others were stopped and every sandbox closed",
+            f"saved in {options.out}; the others were stopped and every sandbox closed",
             file=sys.stderr,
         )
         return interrupted.exit_code
-    save_jsonl(trajectories, args.out)  # the same trajectories, in task order
+    save_jsonl(trajectories, options.out)  # the same trajectories, in task order
     failed = sum(t.failed for t in trajectories)
     if failed == len(trajectories):
         print(f"gym-swe: error: no episode ran: all {failed} episodes failed.", file=sys.stderr)
         _print_failures(trajectories, file=sys.stderr)
-        if args.base_url and any((t.error or "").startswith("generator:") for t in trajectories):
-            print(f"Is the server at --base-url {args.base_url} up?", file=sys.stderr)
-        print(f"trajectories: {args.out}", file=sys.stderr)
+        if options.base_url and any((t.error or "").startswith("generator:") for t in trajectories):
+            print(f"Is the server at --base-url {options.base_url} up?", file=sys.stderr)
+        print(f"trajectories: {options.out}", file=sys.stderr)
         return 1
-    ks = sorted(set(args.k or [1, args.samples]))
+    ks = sorted(set(options.ks or [1, options.samples]))
     summary = summarize(trajectories, ks)
     print(
         f"\n{'task':<28} {'n':>3} {'resolved':>8} {'failed':>6} "
@@ -209,17 +265,17 @@ def _run(args: argparse.Namespace, play: Callable[..., list[Trajectory]]) -> int
         f"pass@{k} = {value:.3f}"
         for k, value in ((k, summary["overall"].get(f"pass@{k}", float("nan"))) for k in ks)
     )
-    print(f"\n{args.env} ({args.tasks}, {len(task_ids)} tasks x {args.samples}): {overall}")
+    print(f"\n{options.env} ({options.tasks}, {len(task_ids)} tasks x {options.samples}): {overall}")
     if failed:
         print(
             f"{failed} of {len(trajectories)} episodes failed (ended on an error, not by submit or a limit); "
             "they count as unresolved samples."
         )
         _print_failures(trajectories, file=sys.stdout)
-    print(f"trajectories: {args.out} (read them with: gym-swe view {args.out})")
-    if args.export_sft:
-        rows = export_sft(trajectories, args.export_sft)
-        print(f"SFT dataset: {rows} resolved episode(s) -> {args.export_sft}")
+    print(f"trajectories: {options.out} (read them with: gym-swe view {options.out})")
+    if options.export_sft:
+        rows = export_sft(trajectories, options.export_sft)
+        print(f"SFT dataset: {rows} resolved episode(s) -> {options.export_sft}")
     return 0
 
 

@@ -1,0 +1,60 @@
+"""`gym-swe images build`: the docker sandbox's base image, and with ``--tasks`` or ``--harness`` the images
+built on it (SWE tasks' environments, an agent harness)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from gym_swe.cli.options import add_harness, add_repo_source, command
+
+
+def add_to(commands: Any) -> None:
+    from gym_swe.sandbox.docker import BASE_IMAGE
+    from gym_swe.sandbox.images import DEBIAN_MIRROR, METHODS
+
+    images = command(commands, "images", "Docker images for the docker sandbox", ["gym-swe images build"])
+    images_commands = images.add_subparsers(dest="images_command", required=True, metavar="COMMAND")
+    build = command(
+        images_commands,
+        "build",
+        "build the base image (python3, git, patch, pytest), and with --tasks the SWE task images",
+        ["gym-swe images build", "gym-swe images build --tasks bundled"],
+    )
+    build.add_argument("--name", default=BASE_IMAGE, help="image name")
+    build.add_argument(
+        "--method",
+        choices=METHODS,
+        default="auto",
+        help="debootstrap from Debian packages, or the official python image (auto: whichever "
+        "a registry allows)",
+    )
+    build.add_argument("--mirror", default=DEBIAN_MIRROR, help="Debian mirror for debootstrap")
+    build.add_argument("--force", action="store_true", help="rebuild even when the image is up to date")
+    build.add_argument("--tasks", help="also build the images of these SWE tasks (e.g. bundled)")
+    add_repo_source(build, "with --tasks: a directory of repository mirrors")
+    add_harness(
+        build,
+        "also build the image with this agent harness installed (wheels downloaded on this host, "
+        "installed offline), for running its CLI inside a docker sandbox",
+    )
+    build.set_defaults(run=run_build)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from gym_swe.sandbox.images import build_base_image
+
+    build_base_image(name=args.name, method=args.method, mirror=args.mirror, force=args.force)
+    if args.tasks:
+        from gym_swe.tasks.images import build_task_image
+        from gym_swe.tasks.repos import RepoSource
+        from gym_swe.tasks.swe import load_swe_tasks
+
+        source = RepoSource(args.repo_source)
+        for task in load_swe_tasks(args.tasks):
+            build_task_image(task, source, base=args.name, force=args.force)
+    if args.harness:
+        from gym_swe.integrations.harness_image import build_harness_image
+
+        build_harness_image(base=args.name, force=args.force)
+    return 0

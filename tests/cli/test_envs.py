@@ -1,0 +1,14 @@
+"""`gym-swe envs`."""
+
+from __future__ import annotations
+
+from tests.cli.shell import gym_swe
+
+
+def test_envs_lists_the_envs_with_their_task_sources() -> None:
+    result = gym_swe("envs")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.split()[:3] == ["CodeDebug-v0", "bundled", "48"] for line in lines)
+    assert any(line.split()[:3] == ["SWEGym-v0", "bundled", "12"] for line in lines)
+    assert any(line.startswith("SWEGym-v0") and "swe-bench-verified" in line for line in lines)
