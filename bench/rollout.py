@@ -13,6 +13,7 @@ that (target: <= 1.10x at 32 episodes).
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,10 +23,11 @@ import gymnasium
 import gym_swe  # noqa: F401
 from gym_swe.rollout.collector import collect
 from gym_swe.rollout.generators import SamplingParams, make_generator
-from gym_swe.rollout.generators.vllm_server import VLLMServer
 from gym_swe.rollout.tiny import make_tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.rollout.vllm_server import VLLMServer  # noqa: E402  (the tests' launcher: gym_swe starts no server)
 
 
 class Recorder:

@@ -48,7 +48,6 @@ import random
 import shutil
 import sys
 import time
-import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -62,7 +61,7 @@ import torch.nn.functional as F
 import gym_swe  # noqa: F401  (registers the envs)
 from gym_swe.errors import ConfigError, GymSweError, unknown_name
 from gym_swe.rollout.collector import collect, derive_seed
-from gym_swe.rollout.generators import SamplingParams, make_generator
+from gym_swe.rollout.generators import Generator, SamplingParams, make_generator
 from gym_swe.rollout.generators.model_names import check_model_name, loading
 from gym_swe.rollout.stopping import Stop, interrupt_of, signals_interrupt
 from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, save_jsonl
@@ -901,29 +900,22 @@ def evaluate(
     return resolved / max(total, 1.0)
 
 
-def make_generator_for(args: Args, model: Any, tokenizer: Any) -> Any:
-    if args.generator == "hf":  # the trainer's own model object: no copy, nothing to sync
-        return make_generator("hf", model=model, tokenizer=tokenizer, batch_size=args.generation_batch_size)
-    if args.generator == "vllm":
-        return make_generator(
-            "vllm",
-            model=args.model,
-            tokenizer=tokenizer,
-            max_model_len=args.max_model_len,
-            sleep_mode=args.vllm_sleep,
-            seed=args.seed,
-            enforce_eager=not torch.cuda.is_available(),  # CPU: no CUDA graphs to capture, no compile wait
-        )
-    try:  # fail now, not after a step of failed episodes
-        urllib.request.urlopen(f"{args.base_url.rstrip('/')}/v1/models", timeout=30).close()
-    except OSError as error:
-        raise ConfigError(f"--base_url {args.base_url}: no vLLM server answers there ({error})") from None
+def make_generator_for(args: Args, model: Any, tokenizer: Any) -> Generator:
+    """The generator --generator names: hf generates with the trainer's own model (nothing to sync), vllm
+    loads --model in this process, a vllm-server must answer at --base_url before the run starts."""
     return make_generator(
-        "vllm-server",
-        base_url=args.base_url,
+        args.generator,
         model=args.model,
+        trainer_model=model,
         tokenizer=tokenizer,
-        weights_dir=args.weights_dir or None,
+        base_url=args.base_url,
+        weights_dir=args.weights_dir,
+        max_model_len=args.max_model_len,
+        sleep_mode=args.vllm_sleep,
+        seed=args.seed,
+        eager=not torch.cuda.is_available(),  # CPU: no CUDA graphs to capture, no compile wait
+        batch_size=args.generation_batch_size,
+        flags=lambda option: "--" + option,
     )
 
 

@@ -11,9 +11,8 @@ import argparse
 from typing import Any
 
 from gym_swe.cli.options import add_harness, add_sandbox, add_task_ids, check_env, command
+from gym_swe.rollout.generators import GENERATORS
 from gym_swe.rollout.run_eval import EvalOptions, run_eval
-
-GENERATORS = ("hf", "vllm", "vllm-server", "openai-chat")
 
 
 def add_to(commands: Any) -> None:
@@ -36,7 +35,7 @@ def add_to(commands: Any) -> None:
     parser.add_argument(
         "--generator",
         required=True,
-        choices=GENERATORS,
+        choices=list(GENERATORS),
         help="hf (transformers), vllm (in-process), vllm-server or openai-chat (an endpoint at --base-url)",
     )
     parser.add_argument(

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from gym_swe.cli.options import command
+from gym_swe.rollout.view import OUTCOMES
 
 
 def add_to(commands: Any) -> None:
@@ -23,7 +24,7 @@ def add_to(commands: Any) -> None:
     parser.add_argument(
         "--outcome",
         action="append",
-        choices=["resolved", "unresolved", "failed"],
+        choices=list(OUTCOMES),
         help="only episodes with this outcome (repeatable); failed: ended on an error, not graded",
     )
     parser.add_argument("--min-reward", type=float, help="only episodes with at least this reward")

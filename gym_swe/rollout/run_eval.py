@@ -24,12 +24,10 @@ from typing import Any, TextIO
 import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
-from gym_swe.errors import ConfigError, missing_dependency
 from gym_swe.rollout.collector import collect
 from gym_swe.rollout.evaluation import failure_reasons, summarize
 from gym_swe.rollout.export import export_sft
-from gym_swe.rollout.generators import SamplingParams, make_generator
-from gym_swe.rollout.generators.model_names import check_model_name, loading
+from gym_swe.rollout.generators import Generator, SamplingParams, make_generator
 from gym_swe.rollout.stopping import interrupt_of, signals_interrupt
 from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, save_jsonl
 
@@ -84,37 +82,18 @@ class EvalOptions:
     """Also write the resolved trajectories here, as a chat SFT dataset."""
 
 
-def build_generator(args: EvalOptions) -> Any:
-    """The generator ``args`` ask for; a model or tokenizer that cannot be loaded is a ConfigError."""
-    if args.generator in ("vllm-server", "openai-chat") and not args.base_url:
-        raise ConfigError(f"--generator {args.generator} needs --base-url (the server's address)")
-    if args.generator in ("hf", "vllm"):
-        check_model_name("--model", args.model)
-    check_model_name("--tokenizer", args.tokenizer)
-    if args.generator == "openai-chat":
-        return make_generator("openai-chat", base_url=args.base_url, model=args.model, api_key=args.api_key)
-    if args.generator == "vllm-server":
-        option = "--tokenizer" if args.tokenizer else "--model"
-        with loading(option, args.tokenizer or args.model):
-            return make_generator(
-                "vllm-server",
-                base_url=args.base_url,
-                model=args.model,
-                tokenizer=args.tokenizer or args.model,
-                api_key=args.api_key,
-            )
-    tokenizer = None
-    if args.tokenizer:
-        try:
-            from transformers import AutoTokenizer
-        except ImportError:
-            raise missing_dependency("transformers", "train") from None
-        with loading("--tokenizer", args.tokenizer):
-            tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
-    with loading("--model", args.model):
-        if args.generator == "hf":
-            return make_generator("hf", model=args.model, tokenizer=tokenizer)
-        return make_generator("vllm", model=args.model, tokenizer=tokenizer, max_model_len=args.max_model_len)
+def build_generator(args: EvalOptions) -> Generator:
+    """The generator ``args`` ask for; a bad option, a model or tokenizer that cannot be loaded, or a
+    vllm-server that does not answer is a ConfigError naming the flag."""
+    return make_generator(
+        args.generator,
+        model=args.model,
+        tokenizer=args.tokenizer or args.model,  # the model's own unless --tokenizer
+        base_url=args.base_url,
+        api_key=args.api_key,
+        max_model_len=args.max_model_len,
+        flags=lambda option: "--" + option.replace("_", "-"),
+    )
 
 
 class Progress:

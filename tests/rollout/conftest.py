@@ -52,7 +52,7 @@ def tiny_model() -> Path:
 @pytest.fixture(scope="session")
 def vllm_server(tiny_model: Path) -> Iterator:
     """A real vLLM OpenAI-compatible server on CPU, serving the tiny model on loopback."""
-    from gym_swe.rollout.generators.vllm_server import VLLMServer
+    from tests.rollout.vllm_server import VLLMServer
 
     server = VLLMServer(
         str(tiny_model),

@@ -6,13 +6,15 @@ from __future__ import annotations
 import math
 import socket
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from gym_swe.errors import ConfigError
-from gym_swe.rollout.generators import GENERATORS, SamplingParams, make_generator
+from gym_swe.rollout.generators import GENERATORS, Generator, SamplingParams, make_generator
 from gym_swe.rollout.generators.vllm_server import VLLMServerGenerator, parse_completion
+from tests.rollout.scripted_http import Answer, scripted_server
 
 torch = pytest.importorskip("torch")
 
@@ -57,6 +59,70 @@ def test_a_missing_model_or_argument_is_one_line_naming_it(name: str, kwargs: di
     with pytest.raises(ConfigError, match=message) as raised:
         make_generator(name, **kwargs)
     assert "\n" not in str(raised.value)
+
+
+def kebab(option: str) -> str:
+    return "--" + option.replace("_", "-")
+
+
+def test_a_command_line_is_told_in_its_own_flags() -> None:
+    with pytest.raises(ConfigError) as raised:
+        make_generator("vllm-server", model="m", tokenizer="t", flags=kebab)
+    assert str(raised.value) == "--generator vllm-server needs --base-url (the server's address)"
+    with pytest.raises(ConfigError, match=r"^--model '/no/such/model': no such directory"):
+        make_generator("hf", model="/no/such/model", flags=kebab)
+
+
+def test_an_option_the_kind_does_not_take_is_refused_with_the_nearest() -> None:
+    with pytest.raises(
+        ConfigError, match=r"make_generator\('hf'\): Unknown option 'devcie'. Did you mean 'device'"
+    ):
+        make_generator("hf", model="gpt2", devcie="cpu")
+
+
+def test_a_vllm_server_that_does_not_answer_fails_before_the_tokenizer_loads(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    started = time.monotonic()
+    with pytest.raises(ConfigError) as raised:  # tmp_path holds no tokenizer: loading it would fail too
+        make_generator(
+            "vllm-server", base_url=url, model="m", tokenizer=str(tmp_path), flags=lambda o: "--" + o
+        )
+    assert str(raised.value).startswith(f"--base_url {url}: no vLLM server answers there (")
+    assert "Connection refused" in str(raised.value) and "\n" not in str(raised.value)
+    assert time.monotonic() - started < 5  # one attempt: a dead server is not waited for
+    refused = pytest.raises(ConfigError, match=r"no vLLM server answers there \(HTTP 404 at /v1/models\)")
+    with scripted_server(Answer(404, {"detail": "Not Found"})) as server, refused:
+        make_generator("vllm-server", base_url=server.url + "/v1/", model="m", tokenizer=str(tmp_path))
+    assert server.paths == ["/v1/models"]
+
+
+def test_hf_is_a_generator_that_shares_the_trainers_model(tiny_model: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    trainer = AutoModelForCausalLM.from_pretrained(str(tiny_model))
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_model))
+    generator = make_generator(
+        "hf", model="/not/loaded", trainer_model=trainer, tokenizer=tokenizer, batch_size=3
+    )
+    assert isinstance(generator, Generator) and generator.model is trainer and generator.batch_size == 3
+
+
+def test_openai_chat_retries_a_429_and_sends_its_key() -> None:
+    reply = {"choices": [{"message": {"content": "hi", "tool_calls": None}, "finish_reason": "stop"}]}
+    with scripted_server(
+        Answer(429, {"error": "slow down"}, headers={"Retry-After": "0"}), Answer(200, reply)
+    ) as server:
+        generator = make_generator("openai-chat", base_url=server.url, model="m", api_key="k")
+        assert isinstance(generator, Generator)
+        [sample] = generator.generate_chat(
+            [[{"role": "user", "content": "x"}]], [[]], SamplingParams(max_tokens=4)
+        )
+        generator.close()
+    assert sample.error is None and sample.message["content"] == "hi" and sample.finish_reason == "stop"
+    assert server.paths == ["/v1/chat/completions"] * 2 and server.authorizations == ["Bearer k"] * 2
+    assert server.bodies[0]["model"] == "m" and "tools" not in server.bodies[0]
 
 
 def test_hf_samples_with_the_logprobs_of_the_sampling_distribution(tiny_model: Path) -> None:

@@ -19,11 +19,12 @@ from gym_swe.rollout.collector import collect, turn_seed
 from gym_swe.rollout.generators import SamplingParams, make_generator
 from gym_swe.rollout.generators.base import request_seeds
 from gym_swe.rollout.generators.hf import HFGenerator
-from gym_swe.rollout.generators.vllm_server import VLLMServer, VLLMServerGenerator
+from gym_swe.rollout.generators.vllm_server import VLLMServerGenerator
 from gym_swe.rollout.trajectory import Trajectory
 from tests.conftest import require_bwrap
 from tests.rollout.conftest import run_vllm_inprocess_check
 from tests.rollout.scripted import ScriptedGenerator
+from tests.rollout.vllm_server import VLLMServer
 
 torch = pytest.importorskip("torch")
 

@@ -13,7 +13,8 @@ import pytest
 
 from gym_swe.errors import ConfigError
 from gym_swe.rollout.generators import SamplingParams, make_generator
-from gym_swe.rollout.generators.vllm_server import VLLMServerGenerator, nccl_refusal
+from gym_swe.rollout.generators.nccl_sync import nccl_refusal
+from gym_swe.rollout.generators.vllm_server import VLLMServerGenerator
 from tests.rollout.conftest import run_vllm_inprocess_check
 from tests.rollout.test_generators import chat_prompt, processed_logprobs
 

@@ -52,7 +52,7 @@ def test_async_collects_one_step_off(tiny_bpe_model: Path, tmp_path: Path) -> No
 def test_against_a_vllm_server(tiny_bpe_model: Path, tmp_path: Path) -> None:
     """The README's server mode: `vllm serve` with gym_swe's weight-sync extension, weights synced through
     a directory the server reads."""
-    from gym_swe.rollout.generators.vllm_server import VLLMServer
+    from tests.rollout.vllm_server import VLLMServer
 
     server = VLLMServer(str(tiny_bpe_model), python=vllm_python(), max_model_len=2048, env=VLLM_ENV)
     try:

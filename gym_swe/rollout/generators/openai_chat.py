@@ -3,21 +3,19 @@
 For evaluating hosted models only: it captures no tokens or log-probabilities, so its trajectories cannot
 train. The env receives each reply as an assistant message dict with ``tool_calls``. A conversation's seed,
 when given, goes as the request's ``seed`` (how far the endpoint honours it is the endpoint's affair).
+Requests go through the generator's pooled client, with the retry policy of
+`gym_swe.rollout.generators.http` (a 429 or a 5xx is retried with backoff, as a dropped connection is).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from gym_swe.rollout.generators.base import SamplingParams, request_seeds
+from gym_swe.rollout.generators.http import HTTPClient, NoAnswer, RetryPolicy, error_detail, server_root
 
 
 @dataclass
@@ -35,6 +33,8 @@ class ChatSample:
 class OpenAIChatGenerator:
     """Args:
     base_url: e.g. ``https://api.example.com/v1``; model: the model name; api_key: or ``OPENAI_API_KEY``.
+    concurrency: requests in flight at once; max_retries: attempts after the first for dropped connections,
+    429s and server errors; timeout: seconds a request may wait for its answer.
     """
 
     name = "openai-chat"
@@ -51,14 +51,15 @@ class OpenAIChatGenerator:
         max_retries: int = 3,
         timeout: float = 600.0,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
-        if not self.base_url.endswith("/v1"):
-            self.base_url += "/v1"
+        self.base_url = server_root(base_url) + "/v1"
         self.model = model
-        self.api_key = api_key or os.environ.get("OPENAI_API_KEY")
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self._threads = ThreadPoolExecutor(max_workers=concurrency)
+        self.http = HTTPClient(
+            self.base_url,
+            api_key or os.environ.get("OPENAI_API_KEY"),
+            timeout,
+            RetryPolicy(retries=max_retries),
+            concurrency=concurrency,
+        )
 
     def _chat(
         self,
@@ -78,38 +79,25 @@ class OpenAIChatGenerator:
             body["tools"] = list(tools)
         if seed is not None:
             body["seed"] = seed
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        delay = 1.0
-        for attempt in range(self.max_retries + 1):
-            request = urllib.request.Request(
-                self.base_url + "/chat/completions",
-                data=json.dumps(body).encode(),
-                headers=headers,
-                method="POST",
-            )
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    choice = json.loads(response.read())["choices"][0]
-                message = choice["message"]
-                action = {
-                    "role": "assistant",
-                    "content": message.get("content"),
-                    "tool_calls": message.get("tool_calls") or [],
-                }
-                finish = "stop" if choice.get("finish_reason") in ("stop", "tool_calls") else "length"
-                return ChatSample(message=action, text=message.get("content") or "", finish_reason=finish)
-            except urllib.error.HTTPError as error:
-                if (error.code < 500 and error.code != 429) or attempt == self.max_retries:
-                    detail = error.read().decode("utf-8", "replace")[:1000]
-                    return ChatSample({}, "", "error", error=f"HTTP {error.code}: {detail}")
-            except (urllib.error.URLError, OSError, ValueError, KeyError) as error:
-                if attempt == self.max_retries:
-                    return ChatSample({}, "", "error", error=f"{type(error).__name__}: {error}")
-            time.sleep(delay)
-            delay *= 2
-        return ChatSample({}, "", "error", error="unreachable")  # pragma: no cover
+        try:
+            response = self.http.post("/chat/completions", body)
+        except NoAnswer as error:
+            return ChatSample({}, "", "error", error=str(error))
+        if response.is_error:
+            detail = error_detail(response, 1000)
+            return ChatSample({}, "", "error", error=f"HTTP {response.status_code}: {detail}")
+        try:
+            choice = response.json()["choices"][0]
+            message = choice["message"]
+            action = {
+                "role": "assistant",
+                "content": message.get("content"),
+                "tool_calls": message.get("tool_calls") or [],
+            }
+            finish = "stop" if choice.get("finish_reason") in ("stop", "tool_calls") else "length"
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
+            return ChatSample({}, "", "error", error=f"unreadable answer: {type(error).__name__}: {error}")
+        return ChatSample(message=action, text=message.get("content") or "", finish_reason=finish)
 
     def generate_chat(
         self,
@@ -120,11 +108,9 @@ class OpenAIChatGenerator:
     ) -> list[ChatSample]:
         """One reply per conversation, in order; ``seeds``: one per conversation, see `Generator.generate`."""
         per_conversation = request_seeds(conversations, seeds)
-        return list(
-            self._threads.map(
-                lambda job: self._chat(job[0], job[1], params, job[2]),
-                zip(conversations, tools, per_conversation),
-            )
+        return self.http.map(
+            lambda job: self._chat(job[0], job[1], params, job[2]),
+            zip(conversations, tools, per_conversation),
         )
 
     def generate(self, prompts: Any, params: SamplingParams, seeds: Any = None) -> list[ChatSample]:
@@ -134,4 +120,4 @@ class OpenAIChatGenerator:
         raise TypeError("openai-chat serves a hosted model: there are no weights to sync")
 
     def close(self) -> None:
-        self._threads.shutdown(wait=False)
+        self.http.close()

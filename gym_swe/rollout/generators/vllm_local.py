@@ -40,22 +40,24 @@ import os
 import random
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
 from gym_swe.errors import ConfigError, GeneratorError, missing_dependency, unknown_name
 from gym_swe.rollout.chat import stop_token_ids
 from gym_swe.rollout.generators.base import Sample, SamplingParams, request_seeds
-from gym_swe.rollout.generators.weights import checkpoint_weights, save_weights, weight_mismatches
+from gym_swe.rollout.generators.weights import (
+    bounded,
+    checked_against_checkpoint,
+    checkpoint_shapes,
+    save_weights,
+)
 
 CHUNKING_KWARGS = ("enable_chunked_prefill", "max_num_batched_tokens")
 SYNC_VIAS = ("auto", "memory", "disk")
 """How `VLLMGenerator.sync_weights` moves weights: "memory" (tensors straight into the engine's model,
 the default where the engine is in this process), "disk" (a file the engine reloads), "auto"."""
-TIED_HEAD = "lm_head.weight"
 WORKER_EXTENSION = "gym_swe.rollout.generators.vllm_local.WeightSyncExtension"
 """`WeightSyncExtension` by qualified name, as vLLM's ``worker_extension_cls`` takes it."""
 
@@ -254,24 +256,9 @@ class VLLMGenerator:
     def _checked_weights(self, model: Any) -> dict[str, Any]:
         """``model``'s weights by checkpoint name, checked against the engine's checkpoint; the tied head
         dropped (vLLM reads the embeddings for it)."""
-        weights = checkpoint_weights(model)
-        if self.tied_embeddings and TIED_HEAD in weights:
-            head = weights.pop(TIED_HEAD)
-            embeddings = [t for t in weights.values() if t.shape == head.shape]  # vocab x hidden: one
-            if len(embeddings) == 1 and not _same_values(head, embeddings[0]):
-                raise ConfigError(
-                    f"sync_weights: the engine's model ({self.model}) ties lm_head to the input embeddings, "
-                    "but this model's lm_head.weight differs from them (untied in training?). Train with "
-                    "tied embeddings, or serve a checkpoint saved with tie_word_embeddings=False."
-                )
-        if self.checkpoint_shapes is not None:
-            problem = weight_mismatches(weights, self.checkpoint_shapes, optional=frozenset({TIED_HEAD}))
-            if problem:
-                raise ConfigError(
-                    f"sync_weights: the weights do not fit the engine's model ({self.model}): {problem} "
-                    "Nothing was loaded; the engine keeps its weights."
-                )
-        return weights
+        return checked_against_checkpoint(
+            model, self.checkpoint_shapes, self.tied_embeddings, holder="engine", model=self.model
+        )
 
     def _bounded(
         self, step: Callable[[], object], what: str, deadline: float, breaks_engine: bool = True
@@ -368,64 +355,6 @@ def sleep_mode_refusal() -> str | None:
     if not current_platform.is_sleep_mode_available():
         return f"vLLM has sleep mode on CUDA, ROCm and XPU only, not on {current_platform.device_type}"
     return None
-
-
-def checkpoint_shapes(model: str) -> dict[str, tuple[int, ...]] | None:
-    """The tensor names and shapes in ``model``'s safetensors files (a directory, or a hub id already in
-    the local cache), read from their headers; None where there are none to read."""
-    directory = Path(model)
-    if not directory.is_dir():
-        try:
-            from huggingface_hub import snapshot_download
-
-            cached = snapshot_download(model, allow_patterns=["*.safetensors"], local_files_only=True)
-            directory = Path(cached)
-        except Exception:
-            return None
-    files = sorted(directory.glob("*.safetensors"))
-    if not files:
-        return None
-    from safetensors import safe_open
-
-    shapes = {}
-    for file in files:
-        with safe_open(str(file), framework="pt") as handle:
-            for name in handle.keys():  # noqa: SIM118 - a safetensors handle is no dict
-                shapes[name] = tuple(handle.get_slice(name).get_shape())
-    return shapes
-
-
-def bounded(step: Callable[[], object], seconds: float, what: str, limit: float) -> str | None:
-    """Run ``step`` in a thread for at most ``seconds``: None when it returned, else why not (its error, or
-    that it outlasted ``limit``, the timeout as configured). A step that times out goes on in its thread:
-    a load cannot be stopped halfway, so the caller treats what it was changing as undefined."""
-    import torch
-
-    failure: list[BaseException] = []
-    device = torch.cuda.current_device() if torch.cuda.is_initialized() else None
-
-    def run() -> None:
-        try:
-            if device is not None:  # a new thread starts on device 0
-                torch.cuda.set_device(device)
-            step()
-        except BaseException as error:
-            failure.append(error)
-
-    thread = threading.Thread(target=run, name=f"gym_swe: {what}", daemon=True)
-    thread.start()
-    thread.join(max(0.0, seconds))
-    if thread.is_alive():
-        return f"{what} did not finish within the sync timeout ({limit:g} s)"
-    if failure:
-        return f"{what} failed: {type(failure[0]).__name__}: {failure[0]}"
-    return None
-
-
-def _same_values(a: Any, b: Any) -> bool:
-    import torch
-
-    return a.data_ptr() == b.data_ptr() or torch.equal(a.to(b.device), b)
 
 
 @contextlib.contextmanager

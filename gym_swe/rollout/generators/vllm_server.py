@@ -4,53 +4,51 @@ token-id prompts, asking for the sampled token ids and their log-probabilities b
 Real servers are handled as they are: a choice may come back with null logprobs (the trajectory keeps its ids
 and records the logprobs as missing); token ids may only be in the logprobs' ``"token_id:<n>"`` strings; a
 prompt longer than the server's context is a 400 (that trajectory ends truncated, the batch goes on); a
-dropped connection or a 5xx is retried with backoff, up to a limit. `VLLMServer` starts and stops such a
-server (the tests and benchmarks use it with vLLM on CPU).
+dropped connection or a 5xx is retried with the policy of `gym_swe.rollout.generators.http`, whose pooled
+client the generator owns and `VLLMServerGenerator.close` closes. (The tests start such a server with
+``tests/rollout/vllm_server.py``.)
 
 A request carries a seed only when the caller gives one. vLLM's CPU build kills the whole server on a seeded
 request whose prefill is chunked ("CPU Generator does not use offset"), and a server chunks prefills by
 default. So before its first seeded request the generator reads the server's config (``/server_info``, on
-servers run with ``VLLM_SERVER_DEV_MODE=1``, as `VLLMServer` and weight syncing need): a CPU server with
+servers run with ``VLLM_SERVER_DEV_MODE=1``, as weight syncing needs): a CPU server with
 chunked prefill gets no seeds, a `ConfigError` says to restart it with ``--no-enable-chunked-prefill``. A
 server that does not show its config is trusted.
 
 Weight sync (`VLLMServerGenerator.sync_weights`) has two paths. Disk: the weights are saved as safetensors
 under ``weights_dir`` and the server reloads them in place (``/collective_rpc`` ``reload_weights``); this is
-what runs here and in the tests. NCCL: vLLM's own weight transfer (its RL routes
-``/init_weight_transfer_engine``, ``/start_weight_update``, ``/update_weights``, ``/finish_weight_update``,
-with vLLM's ``NCCLTrainerWeightTransferEngine`` broadcasting from this process), taken only where both
-sides have CUDA, vLLM is importable here and the server was started with
-``--weight-transfer-config '{"backend": "nccl"}'``; `nccl_refusal` says what is missing. The NCCL path has
-not been run by gym_swe's tests (their machines have no GPU): treat it as untested.
+what runs here and in the tests. NCCL: vLLM's own weight transfer, EXPERIMENTAL and untested (gym_swe's
+tests have no GPU), in `gym_swe.rollout.generators.nccl_sync`, taken only where `nccl_refusal` finds
+nothing missing for it.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import os
-import socket
-import subprocess
-import tempfile
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gym_swe.errors import ConfigError, GeneratorError, GymSweError, unknown_name
+from gym_swe.errors import ConfigError, GeneratorError, unknown_name
 from gym_swe.rollout.chat import stop_token_ids
 from gym_swe.rollout.generators.base import Sample, SamplingParams, request_seeds
-from gym_swe.rollout.generators.vllm_local import TIED_HEAD, WORKER_EXTENSION, bounded, checkpoint_shapes
-from gym_swe.rollout.generators.weights import checkpoint_weights, save_weights, weight_mismatches
+from gym_swe.rollout.generators.http import HTTPClient, NoAnswer, RetryPolicy, error_detail, server_root
+from gym_swe.rollout.generators.nccl_sync import NCCLSender, nccl_refusal
+from gym_swe.rollout.generators.vllm_local import WORKER_EXTENSION
+from gym_swe.rollout.generators.weights import (
+    bounded,
+    checked_against_checkpoint,
+    checkpoint_shapes,
+    save_weights,
+)
 
 CONTEXT_ERRORS = ("maximum context length", "context length", "too long", "max_model_len", "longer than")
 SERVER_SYNC_VIAS = ("auto", "nccl", "disk")
 """How `VLLMServerGenerator.sync_weights` moves weights: "nccl" (vLLM's weight transfer; untested here),
 "disk" (a file the server reloads), "auto" (NCCL where `nccl_refusal` finds nothing against it)."""
+INFO_PATH = "/server_info?config_format=json"
+"""A dev-mode vLLM server's config."""
 
 
 class VLLMServerGenerator:
@@ -60,7 +58,9 @@ class VLLMServerGenerator:
     tokenizer: the model's tokenizer (or a path to load it from).
     api_key: sent as a bearer token when given.
     concurrency: requests in flight at once.
-    max_retries: attempts after the first for dropped connections and server errors.
+    max_retries: attempts after the first for dropped connections and server errors (the rest of the
+        policy: `gym_swe.rollout.generators.http.RetryPolicy`).
+    timeout: seconds a request may wait for its answer.
     weights_dir: where `sync_weights` saves weights for the server to reload (a path the server can read;
         the weights go to its ``gym_swe-weights`` folder); the server must run with
         ``VLLM_SERVER_DEV_MODE=1`` for its ``/collective_rpc`` and ``/reset_prefix_cache`` routes.
@@ -90,46 +90,30 @@ class VLLMServerGenerator:
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(str(tokenizer))
-        self.base_url = base_url.rstrip("/").removesuffix("/v1")
+        self.base_url = server_root(base_url)
         self.model = model
         self.tokenizer = tokenizer
-        self.api_key = api_key
-        self.concurrency = concurrency
-        self.max_retries = max_retries
-        self.timeout = timeout
         self.weights_dir = weights_dir
         self.sync_timeout = sync_timeout
-        self.nccl_address = nccl_address
-        self.nccl_port = nccl_port
         self.broken: str | None = None
         """Why the server's weights are undefined (a sync broke off after the load began), or None."""
         self.last_sync: dict[str, Any] = {}
         """How the last `sync_weights` went: ``via`` ("nccl" or "disk") and ``seconds``."""
         self.stop_ids = sorted(stop_token_ids(tokenizer))
-        self._threads = ThreadPoolExecutor(max_workers=concurrency)
-        self._nccl: Any = None  # vLLM's NCCLTrainerWeightTransferEngine, once set up
+        self.http = HTTPClient(
+            self.base_url, api_key, timeout, RetryPolicy(retries=max_retries), concurrency=concurrency
+        )
+        self._nccl_address, self._nccl_port = nccl_address, nccl_port
+        self._nccl: NCCLSender | None = None  # set up on the first sync over NCCL
 
     # -- requests ------------------------------------------------------------------------------------------
-    def _post(self, path: str, body: dict[str, Any] | None, timeout: float | None = None) -> Any:
-        """POST ``body`` as JSON to ``path`` (``None``: a GET) and read the JSON answer."""
-        request = urllib.request.Request(
-            self.base_url + path,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={
-                "Content-Type": "application/json",
-                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
-            },
-            method="GET" if body is None else "POST",
-        )
-        with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:
-            return json.loads(response.read() or b"null")
-
     @functools.cached_property
     def _server_info(self) -> Any:
         """The server's ``/server_info`` answer, read once; None where it shows none."""
         try:
-            return self._post("/server_info?config_format=json", None)
-        except (urllib.error.URLError, OSError, ValueError):
+            response = self.http.get(INFO_PATH, retry=False)
+            return response.json() if response.is_success else None
+        except (NoAnswer, ValueError):
             return None  # not a dev-mode vLLM server: nothing to read
 
     @functools.cached_property
@@ -138,16 +122,25 @@ class VLLMServerGenerator:
         return seeds_refusal(self._server_info)
 
     def _control(self, path: str, body: dict[str, Any] | None) -> Any:
-        """A weight-sync call: ``_post`` with the sync timeout, its failures as `GeneratorError`."""
+        """A weight-sync call (``body`` None: a GET): one attempt, as long as the sync timeout; its answer
+        read as JSON, its failures as `GeneratorError`."""
         try:
-            return self._post(path, body, timeout=self.sync_timeout)
-        except urllib.error.HTTPError as error:
-            detail = error.read().decode("utf-8", "replace")[:2000]
-            raise GeneratorError(f"{path} on {self.base_url}: HTTP {error.code}: {detail}") from None
-        except (urllib.error.URLError, OSError, ValueError) as error:
+            if body is None:
+                response = self.http.get(path, timeout=self.sync_timeout, retry=False)
+            else:
+                response = self.http.post(path, body, timeout=self.sync_timeout, retry=False)
+        except NoAnswer as error:
             raise GeneratorError(
-                f"{path} on {self.base_url}: no answer within {self.sync_timeout:g} s: {error}"
+                f"{path} on {self.base_url}: no answer within {self.sync_timeout:g} s: {error.reason}"
             ) from None
+        if response.is_error:
+            raise GeneratorError(
+                f"{path} on {self.base_url}: HTTP {response.status_code}: {error_detail(response)}"
+            )
+        try:
+            return response.json() if response.content else None
+        except ValueError as error:
+            raise GeneratorError(f"{path} on {self.base_url}: unreadable answer: {error}") from None
 
     def _complete(self, prompt: Sequence[int], params: SamplingParams, seed: int | None) -> Sample:
         body = {
@@ -165,24 +158,19 @@ class VLLMServerGenerator:
         }
         if seed is not None:
             body["seed"] = seed
-        delay = 0.5
-        for attempt in range(self.max_retries + 1):
-            try:
-                return parse_completion(self._post("/v1/completions", body))
-            except urllib.error.HTTPError as error:
-                detail = error.read().decode("utf-8", "replace")[:2000]
-                if error.code == 400 and any(marker in detail.lower() for marker in CONTEXT_ERRORS):
-                    return Sample([], [], "", "length", details={"context_exceeded": True, "server": detail})
-                if error.code < 500 or attempt == self.max_retries:
-                    return Sample.failed(f"HTTP {error.code} from the server: {detail}")
-            except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as error:
-                if attempt == self.max_retries:
-                    return Sample.failed(f"no answer from {self.base_url} after {attempt + 1} tries: {error}")
-            except (ValueError, KeyError, TypeError) as error:
-                return Sample.failed(f"unreadable answer from the server: {type(error).__name__}: {error}")
-            time.sleep(delay)
-            delay *= 2
-        return Sample.failed("unreachable")  # pragma: no cover - the loop returns
+        try:
+            response = self.http.post("/v1/completions", body)
+        except NoAnswer as error:
+            return Sample.failed(str(error))
+        if response.is_error:
+            detail = error_detail(response)
+            if response.status_code == 400 and any(marker in detail.lower() for marker in CONTEXT_ERRORS):
+                return Sample([], [], "", "length", details={"context_exceeded": True, "server": detail})
+            return Sample.failed(f"HTTP {response.status_code} from the server: {detail}")
+        try:
+            return parse_completion(response.json())
+        except (ValueError, KeyError, TypeError, IndexError) as error:
+            return Sample.failed(f"unreadable answer from the server: {type(error).__name__}: {error}")
 
     def generate(
         self,
@@ -195,9 +183,7 @@ class VLLMServerGenerator:
         per_prompt = request_seeds(prompts, seeds)
         if any(seed is not None for seed in per_prompt) and self._seeds_refusal:
             raise ConfigError(f"the vLLM server at {self.base_url} cannot take seeds: {self._seeds_refusal}")
-        return list(
-            self._threads.map(lambda pair: self._complete(pair[0], params, pair[1]), zip(prompts, per_prompt))
-        )
+        return self.http.map(lambda pair: self._complete(pair[0], params, pair[1]), zip(prompts, per_prompt))
 
     def sync_weights(self, model: Any, via: str = "auto") -> None:
         """Have the server generate with ``model``'s current weights, then reset its prefix cache.
@@ -228,7 +214,10 @@ class VLLMServerGenerator:
         started = time.monotonic()
         deadline = started + self.sync_timeout
         if via == "nccl":
-            self._bounded(lambda: self._send_nccl(weights), "the NCCL weight transfer", deadline)
+            if self._nccl is None:
+                self._nccl = NCCLSender(self._control, self.base_url, self._nccl_address, self._nccl_port)
+            sender = self._nccl
+            self._bounded(lambda: sender.send(weights), "the NCCL weight transfer", deadline)
         else:
             directory = str(Path(self.weights_dir or "") / "gym_swe-weights")
             dtype = _torch_dtype(self._server_info)
@@ -252,23 +241,15 @@ class VLLMServerGenerator:
         except GeneratorError as error:
             raise GeneratorError(
                 f"{error}. On CPU, gym_swe re-packs a tied head after a reload with its worker extension: "
-                f"start the server with --worker-extension-cls {WORKER_EXTENSION} (VLLMServer does)."
+                f"start the server with --worker-extension-cls {WORKER_EXTENSION} (the tests' launcher does)."
             ) from None
 
     def _checked_weights(self, model: Any) -> dict[str, Any]:
-        weights = checkpoint_weights(model)
-        expected = checkpoint_shapes(self.model)
-        if expected is None:
-            return weights
-        if TIED_HEAD not in expected:
-            weights.pop(TIED_HEAD, None)  # tied to the embeddings: the server loads none
-        problem = weight_mismatches(weights, expected)
-        if problem:
-            raise ConfigError(
-                f"sync_weights: the weights do not fit the served model ({self.model}): {problem} Nothing "
-                "was sent; the server keeps its weights."
-            )
-        return weights
+        """``model``'s weights by checkpoint name, checked against the served checkpoint where it is
+        readable here (a head tied to the embeddings dropped: the server loads none)."""
+        return checked_against_checkpoint(
+            model, checkpoint_shapes(self.model), tied_embeddings=False, holder="server", model=self.model
+        )
 
     def _bounded(
         self, step: Callable[[], object], what: str, deadline: float, breaks_server: bool = True
@@ -284,41 +265,8 @@ class VLLMServerGenerator:
             )
         raise GeneratorError(f"sync_weights: {reason}. The server keeps its previous weights.")
 
-    def _send_nccl(self, weights: dict[str, Any]) -> None:
-        """One round of vLLM's NCCL weight transfer (the group is set up on the first). UNTESTED here."""
-        import torch
-        from vllm.distributed.weight_transfer.base import ParamMeta, WeightSource
-        from vllm.distributed.weight_transfer.nccl_engine import (
-            NCCLTrainerInitInfo,
-            NCCLTrainerWeightTransferEngine,
-        )
-
-        device = torch.device("cuda", torch.cuda.current_device())
-
-        class Weights(WeightSource):  # what vLLM's trainer engine sends: these tensors, on this GPU
-            def metadata(self) -> list[ParamMeta]:
-                return [ParamMeta(name, t.dtype, tuple(t.shape)) for name, t in weights.items()]
-
-            def __iter__(self) -> Iterator[tuple[str, Any]]:
-                for name, tensor in weights.items():
-                    yield name, tensor.to(device)
-
-        if self._nccl is None:
-            workers = self._control("/get_world_size", None)["world_size"]
-            info = NCCLTrainerInitInfo(
-                master_address=self.nccl_address or _address_towards(self.base_url),
-                master_port=self.nccl_port or free_port(),
-                world_size=workers + 1,  # this process sends as rank 0
-                rank=0,
-            )
-            self._nccl = NCCLTrainerWeightTransferEngine.trainer_init(
-                info, client=_TransferRoutes(self), source=Weights()
-            )
-        self._nccl.source = Weights()
-        self._nccl.send_weights()
-
     def close(self) -> None:
-        self._threads.shutdown(wait=False)
+        self.http.close()
 
 
 def parse_completion(response: Any) -> Sample:
@@ -363,51 +311,6 @@ def seeds_refusal(server_info: Any) -> str | None:
     return None
 
 
-def nccl_refusal(server_info: Any) -> str | None:
-    """Why weights cannot go over NCCL from this process to the vLLM server whose
-    ``/server_info?config_format=json`` answer is ``server_info`` (None: not a dev-mode server), or None."""
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            return "this process has no CUDA device"
-        import vllm.distributed.weight_transfer.nccl_engine  # noqa: F401
-    except ImportError as error:
-        return f"this process cannot import vLLM's NCCL weight-transfer engine ({error}): install vllm here"
-    try:
-        config = server_info["vllm_config"]
-        device = config["device_config"]["device"]
-        transfer = config.get("weight_transfer_config") or {}
-    except (TypeError, KeyError, AttributeError):
-        return "the server shows no config (start it with VLLM_SERVER_DEV_MODE=1)"
-    if str(device) != "cuda":
-        return f"the server runs on {device}, not CUDA"
-    if transfer.get("backend") != "nccl":
-        return """the server was started without --weight-transfer-config '{"backend": "nccl"}'"""
-    return None
-
-
-class _TransferRoutes:
-    """vLLM's weight-transfer control plane (its ``VLLMWeightSyncClient`` protocol) over the generator's
-    HTTP calls, with their timeout and errors."""
-
-    def __init__(self, generator: VLLMServerGenerator) -> None:
-        self.generator = generator
-
-    def init_weight_transfer_engine(self, init_info: dict[str, Any]) -> None:
-        self.generator._control("/init_weight_transfer_engine", {"init_info": init_info})
-
-    def start_weight_update(self) -> None:
-        self.generator._control("/start_weight_update", {})
-
-    def update_weights(self, update_info: Any) -> None:
-        self.generator._control("/update_weights", {"update_info": update_info})
-
-    def finish_weight_update(self, weight_version: str | None = None) -> None:
-        body = {} if weight_version is None else {"weight_version": weight_version}
-        self.generator._control("/finish_weight_update", body)
-
-
 def _device(server_info: Any) -> str | None:
     try:
         return str(server_info["vllm_config"]["device_config"]["device"])
@@ -425,103 +328,3 @@ def _torch_dtype(server_info: Any) -> Any:
         return None
     dtype = getattr(torch, name.removeprefix("torch."), None)
     return dtype if isinstance(dtype, torch.dtype) else None
-
-
-def _address_towards(base_url: str) -> str:
-    """This machine's address on the route to ``base_url``'s host."""
-    url = urllib.parse.urlsplit(base_url)
-    with socket.create_connection((url.hostname or "127.0.0.1", url.port or 80), timeout=10) as sock:
-        return sock.getsockname()[0]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class VLLMServer:
-    """A vLLM OpenAI-compatible server in a subprocess, on loopback, stopped on exit.
-
-    ``python`` is the interpreter of the environment vLLM is installed in (vLLM pins its own torch and
-    transformers, so it often lives in a virtual environment of its own). ``sync_extension``: load
-    gym_swe's worker extension into the server (``--worker-extension-cls``), which weight sync needs on
-    CPU (see `gym_swe.rollout.generators.vllm_local.refresh_tied_head`); that environment must then
-    have gym_swe installed too.
-    """
-
-    def __init__(
-        self,
-        model: str,
-        python: str = "python",
-        port: int | None = None,
-        max_model_len: int = 4096,
-        extra_args: Sequence[str] = (),
-        env: dict[str, str] | None = None,
-        startup_timeout: float = 600,
-        sync_extension: bool = True,
-    ) -> None:
-        self.model = model
-        self.port = port or free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
-        self.log_path = Path(tempfile.mkstemp(prefix="gym_swe-vllm-", suffix=".log")[1])
-        command = [
-            python,
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            model,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--max-model-len",
-            str(max_model_len),
-            "--logprobs-mode",
-            "processed_logprobs",
-            "--served-model-name",
-            model,
-            *(["--worker-extension-cls", WORKER_EXTENSION] if sync_extension else []),
-            *extra_args,
-        ]
-        environment = {**os.environ, "VLLM_SERVER_DEV_MODE": "1", **(env or {})}
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                command, stdout=log, stderr=log, env=environment, start_new_session=True
-            )
-        self._wait(startup_timeout)
-
-    def _wait(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise GymSweError(
-                    f"the vLLM server exited ({self.process.returncode}):\n{self.log()[-4000:]}"
-                )
-            try:
-                with urllib.request.urlopen(self.base_url + "/health", timeout=2) as response:
-                    if response.status == 200:
-                        return
-            except (urllib.error.URLError, ConnectionError, OSError):
-                pass
-            time.sleep(1)
-        self.close()
-        raise GymSweError(f"the vLLM server did not start within {timeout:.0f} s:\n{self.log()[-4000:]}")
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, 15)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, 9)
-                self.process.wait()
-
-    def __enter__(self) -> VLLMServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
