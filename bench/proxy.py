@@ -32,6 +32,7 @@ import argparse
 import json
 import multiprocessing
 import statistics
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -151,13 +152,13 @@ def main() -> None:
 
     if SHARED_TOKENIZER.is_dir():
         tokenizer = AutoTokenizer.from_pretrained(SHARED_TOKENIZER)
-    else:
+    else:  # trained here, in a directory of the bench's own (the tokenizer is in memory once loaded)
         from gym_swe.rollout.tiny import make_tiny_tokenizer
 
-        path = ROOT / ".tmp" / "models" / "tiny-bpe-tokenizer"
-        if not (path / "tokenizer.json").exists():
-            make_tiny_tokenizer(path)
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        with tempfile.TemporaryDirectory(prefix="gym_swe-bench-proxy-") as scratch:
+            tokenizer = AutoTokenizer.from_pretrained(
+                make_tiny_tokenizer(Path(scratch) / "tiny-bpe-tokenizer")
+            )
     generator = LatencyGenerator(tokenizer, args.latency)
     params = SamplingParams(max_tokens=256)
     print(

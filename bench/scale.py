@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import statistics
+import tempfile
 import time
 from array import array
 from pathlib import Path
@@ -30,7 +31,6 @@ from gym_swe.rollout.chat import ChatFormat
 from gym_swe.rollout.collector import collect
 from gym_swe.rollout.generators.base import Sample, SamplingParams
 
-ROOT = Path(__file__).resolve().parents[1]
 # Tasks whose unfixed code grades in well under a second (some buggy functions loop until the grader's
 # timeout, which would measure that timeout, not the envs).
 TASKS = ["GymSwe/0", "GymSwe/1"]
@@ -93,6 +93,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="alternations of local and Ray per setting")
     parser.add_argument("--envs-per-actor", type=int, default=4)
     args = parser.parse_args()
+    # The bench's own scratch (the tokenizer, Ray's session files), gone at the end; short, as Ray's socket
+    # paths live under it.
+    with tempfile.TemporaryDirectory(prefix="gym_swe-scale-", ignore_cleanup_errors=True) as scratch:
+        measure(args, Path(scratch))
+
+
+def measure(args: argparse.Namespace, scratch: Path) -> None:
+    """Every setting of episodes in flight, local and through Ray; the table, then Ray's floor."""
     import ray
     import transformers
 
@@ -100,15 +108,12 @@ def main() -> None:
     from gym_swe.rollout.tiny import make_tiny_tokenizer
 
     counts = [int(n) for n in args.in_flight.split(",")]
-    path = ROOT / ".tmp" / "models" / "tiny-bpe-tokenizer"
-    if not (path / "tokenizer.json").exists():
-        make_tiny_tokenizer(path)
-    generator = ScriptedTurns(transformers.AutoTokenizer.from_pretrained(str(path)), args.command, args.steps)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(make_tiny_tokenizer(scratch / "tokenizer")))
+    generator = ScriptedTurns(tokenizer, args.command, args.steps)
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    temp = ROOT / ".tmp" / "ray"  # short: Ray's socket paths live under it
-    temp.mkdir(parents=True, exist_ok=True)
-    ray.init(num_cpus=os.cpu_count(), _temp_dir=str(temp), include_dashboard=False, logging_level="WARNING")
+    ray.init(num_cpus=os.cpu_count(), _temp_dir=str(scratch / "ray"), include_dashboard=False,
+             logging_level="WARNING")  # fmt: skip
     make = dict(max_turns=args.steps + 1, max_episode_steps=args.steps + 1)
     local = [gymnasium.make("CodeDebug-v0", **make) for _ in range(max(counts))]
     # One pool for every setting: n episodes in flight use its first n envs (so n <= envs_per_actor share

@@ -3,12 +3,13 @@
     python bench/trainer.py [--rounds 5] [--steps 8] [--codedebug-steps 2]
     python bench/trainer.py --side ours --profile      # one side alone, under cProfile (where the time goes)
 
-Both sides train the same tiny Qwen2 model (hidden 64, 2 layers, head_dim 32, random weights, seed 0) over the
-Qwen2.5 tokenizer on the same 32 single-turn chat prompts, with the same reward (the share of vowels among the
-letters of the completion): 4 prompts x G=4 completions per step, 32 completion tokens, temperature 1,
-8 steps, AdamW at a constant lr 1e-4, one optimizer step per batch, fp32, no eval, no gradient checkpointing.
-Ours samples with ``--generator hf`` (transformers ``generate`` on the trainer's model), TRL with
-``use_vllm=False`` (the same). Each run is a subprocess of its own; rounds alternate which side goes first.
+Both sides train the same tiny Qwen2 model (`make_tiny_model`: hidden 64, 2 layers, head_dim 32, random
+weights, seed 0) over the Qwen2.5 tokenizer on the same 32 single-turn chat prompts, with the same reward (the
+share of vowels among the letters of the completion): 4 prompts x G=4 completions per step, 32 completion
+tokens, temperature 1, 8 steps, AdamW at a constant lr 1e-4, one optimizer step per batch, fp32, no eval, no
+gradient checkpointing. Ours samples with ``--generator hf`` (transformers ``generate`` on the trainer's
+model), TRL with ``use_vllm=False`` (the same). Each run is a subprocess of its own; rounds alternate which
+side goes first.
 
 Measured per run:
 - step time: from the end of one step to the end of the next (everything a step does: generation, reward,
@@ -24,8 +25,9 @@ Measured per run:
 Then CodeDebug-v0 through our trainer alone (8 tasks x G=4, 3 turns of 96 tokens, local sandboxes): per step,
 the seconds spent generating, in envs and in the update, read from the run's metrics.jsonl.
 
-Needs the Qwen2.5 tokenizer at ../shared/data/tokenizers/qwen2.5-instruct (skips with a message without it);
-the model is written under .tmp/bench-trainer/ (ignored by git).
+Needs the Qwen2.5 tokenizer (``--tokenizer``, by default ../shared/data/tokenizers/qwen2.5-instruct; skips
+with a message without it). The model and the runs go in a temporary directory of the bench's own, whose
+path it prints; the model is removed at the end, every step's figures stay there (single-turn.json).
 """
 
 from __future__ import annotations
@@ -46,7 +48,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRATCH = ROOT / ".tmp" / "bench-trainer"
 TOKENIZER = ROOT.parent / "shared" / "data" / "tokenizers" / "qwen2.5-instruct"
 BENCH_ENV = "BenchSay-v0"
 VOWELS = set("aeiouAEIOU")
@@ -73,32 +74,6 @@ def rss_kb() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
-
-
-def make_model(tokenizer_dir: Path, out: Path) -> Path:
-    """The tiny Qwen2 model at random init (seed 0) with the tokenizer beside it, written to ``out``."""
-    import torch
-    from transformers import AutoTokenizer, GenerationConfig, Qwen2Config, Qwen2ForCausalLM
-
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    stops = [tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.convert_tokens_to_ids("<|endoftext|>")]
-    config = Qwen2Config(
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        intermediate_size=128,
-        vocab_size=len(tokenizer),
-        tie_word_embeddings=True,
-        eos_token_id=stops[0],
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(config)
-    model.generation_config = GenerationConfig(eos_token_id=stops, pad_token_id=tokenizer.pad_token_id)
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    return out
 
 
 # --- ours: a single-turn env with the prompts and the reward ------------------------------------------------
@@ -288,7 +263,8 @@ def run_trl(model: str, steps: int, out: Path) -> dict[str, Any]:
 
 
 def run_side(side: str, model: str, steps: int, out: Path, profile: bool) -> None:
-    """One side in this process; its measurements go to stdout on the `RESULT` line."""
+    """One side in this process; its measurements go to stdout on the `RESULT` line (with ``profile``, the
+    profile goes to ``out``)."""
     run = {"ours": run_ours, "trl": run_trl}[side]
     if profile:
         import cProfile
@@ -297,7 +273,8 @@ def run_side(side: str, model: str, steps: int, out: Path, profile: bool) -> Non
         profiler = cProfile.Profile()
         result = profiler.runcall(run, model, steps, out)
         stats = pstats.Stats(profiler)
-        stats.dump_stats(str(SCRATCH / f"profile-{side}.prof"))
+        stats.dump_stats(str(out / f"profile-{side}.prof"))
+        print(f"profile: {out / f'profile-{side}.prof'}")
         stats.sort_stats("tottime").print_stats(25)
         stats.sort_stats("cumulative").print_stats(40)
     else:
@@ -316,11 +293,11 @@ def spawn(command: list[str], log: Path) -> tuple[int, int]:
     return process.returncode, usage.ru_maxrss
 
 
-def measure(side: str, model: str, steps: int, scratch: Path) -> dict[str, Any]:
+def measure(side: str, model: str, tokenizer: str, steps: int, scratch: Path) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix=f"{side}-", dir=scratch))
     log = out.with_suffix(".log")
-    command = [sys.executable, __file__, "--side", side, "--model", model, "--steps", str(steps),
-               "--out", str(out)]  # fmt: skip
+    command = [sys.executable, __file__, "--side", side, "--model", model, "--tokenizer", tokenizer,
+               "--steps", str(steps), "--out", str(out)]  # fmt: skip
     code, peak_kb = spawn(command, log)
     lines = log.read_text().splitlines()
     found = [line for line in lines if line.startswith(RESULT)]
@@ -391,30 +368,46 @@ def main() -> None:
     parser.add_argument("--out", help="with --side: the run's output directory")
     args = parser.parse_args()
 
-    if not Path(args.tokenizer).is_dir():
+    if not args.model and not Path(args.tokenizer).is_dir():
         print(f"skipped: no Qwen2.5 tokenizer at {args.tokenizer} (it comes with ../shared/data)")
         return
-    SCRATCH.mkdir(parents=True, exist_ok=True)
-    model = args.model or str(make_model(Path(args.tokenizer), SCRATCH / "tiny-qwen2"))
-    if args.side:
-        out = Path(args.out or tempfile.mkdtemp(prefix=f"{args.side}-", dir=SCRATCH))
-        run_side(args.side, model, args.steps, out, args.profile)
+    if args.side and args.model and args.out:  # a side as `measure` runs it: nothing to build or make
+        run_side(args.side, args.model, args.steps, Path(args.out), args.profile)
         return
+    from gym_swe.rollout.tiny import make_tiny_model
 
+    scratch = Path(tempfile.mkdtemp(prefix="gym_swe-bench-trainer-"))
+    print(f"# scratch: {scratch}", flush=True)
+    built = scratch / "tiny-qwen2"
+    model = args.model or str(make_tiny_model(args.tokenizer, built, architecture="qwen2"))
+    try:
+        if args.side:
+            out = Path(args.out or tempfile.mkdtemp(prefix=f"{args.side}-", dir=scratch))
+            run_side(args.side, model, args.steps, out, args.profile)
+        else:
+            compare(args, model, scratch)
+    finally:
+        shutil.rmtree(built, ignore_errors=True)
+
+
+def compare(args: argparse.Namespace, model: str, scratch: Path) -> None:
+    """Rounds of both sides, then CodeDebug-v0 through ours; the tables."""
     if args.rounds:
         runs: dict[str, list[dict[str, Any]]] = {"ours": [], "trl": []}
         for round_ in range(args.rounds):
             for side in ("ours", "trl") if round_ % 2 == 0 else ("trl", "ours"):
                 started = time.perf_counter()
-                run = measure(side, model, args.steps, SCRATCH)
+                run = measure(side, model, args.tokenizer, args.steps, scratch)
                 runs[side].append(run)
                 print(
                     f"# round {round_ + 1} {side}: {time.perf_counter() - started:.0f} s, median step "
                     f"{statistics.median(run['intervals']):.2f} s, peak RSS {run['peak_kb'] / 1024:.0f} MB",
                     flush=True,
                 )
-        (SCRATCH / "single-turn.json").write_text(json.dumps(runs))  # every step's figures, to look into
-        print(f"\nsingle-turn, {args.rounds} rounds x {args.steps} steps (each run's first step left out)\n")
+        figures = scratch / "single-turn.json"
+        figures.write_text(json.dumps(runs))  # every step's figures, to look into
+        print(f"\nsingle-turn, {args.rounds} rounds x {args.steps} steps (each run's first step left out; "
+              f"every step's figures in {figures})\n")  # fmt: skip
         print_single_turn(summarize(runs["ours"]), summarize(runs["trl"]))
         # The two runs of a round are a minute apart: their ratio is the least moved by other load.
         paired = [
@@ -426,7 +419,7 @@ def main() -> None:
             f"(median {statistics.median(paired):.2f}x)"
         )
     if args.codedebug_steps:
-        rows, peak_kb, command = codedebug(model, args.codedebug_steps, SCRATCH)
+        rows, peak_kb, command = codedebug(model, args.codedebug_steps, scratch)
         print(f"\nCodeDebug-v0 (peak RSS {peak_kb / 1024:.0f} MB): python {' '.join(command)}\n")
         print_codedebug(rows)
 

@@ -19,8 +19,9 @@ then ends each rollout after one turn, since no tool call parses).
 Per side: steps/s is 1 / the median step time over every run (each run's first step left out as warm-up),
 and round by round (the two runs of a round are the least apart in time); env steps per episode are counted
 from the envs (TRL ends an episode at the first turn without a tool call, gym_swe's env tells the model and
-goes on to ``max_turns``), and env steps/s is the batch's env steps over the step time. The model is
-written under .tmp/models, runs under .tmp/bench-trl-multiturn/.
+goes on to ``max_turns``), and env steps/s is the batch's env steps over the step time. The models are built
+in ``--models`` (default: a temporary directory; give one to teach the tool caller once, a minute or two, and
+reuse it), the runs go in a temporary directory, gone at the end.
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRATCH = ROOT / ".tmp" / "bench-trl-multiturn"
-MODELS = ROOT / ".tmp" / "models"
 TASKS = 8
 GROUP = 4
 TURNS = 3
@@ -129,8 +128,8 @@ def run_trl(model: str, steps: int, out: Path) -> dict[str, Any]:
     return {"step_seconds": [b - a for a, b in itertools.pairwise(marks)], "turns": turns}
 
 
-def measure(side: str, model: str, steps: int) -> dict[str, Any]:
-    out = Path(tempfile.mkdtemp(prefix=f"{side}-", dir=SCRATCH))
+def measure(side: str, model: str, steps: int, scratch: Path) -> dict[str, Any]:
+    out = Path(tempfile.mkdtemp(prefix=f"{side}-", dir=scratch))
     try:
         if side == "ours":
             return run_ours(model, steps, out)
@@ -147,13 +146,16 @@ def measure(side: str, model: str, steps: int) -> dict[str, Any]:
         out.with_suffix(".log").unlink(missing_ok=True)
 
 
-def resolve_model(name: str) -> str:
-    from gym_swe.integrations.trl import make_tiny_tool_caller, make_tiny_trl_model
+def resolve_model(name: str, models: Path) -> str:
+    """The model ``--model`` names: the tiny tool caller or the untaught tiny model (built in ``models``), or
+    a path."""
+    from gym_swe.integrations.trl import trl_tools
+    from gym_swe.rollout.tiny import make_tiny_tool_caller, make_tiny_trl_model
 
-    if name == "tool-caller":
-        return str(make_tiny_tool_caller(MODELS))
+    if name == "tool-caller":  # taught in the prompts both sides render: gym_swe's and TRL's
+        return str(make_tiny_tool_caller(models, other_tools=[trl_tools("CodeDebug-v0")]))
     if name == "random":
-        return str(make_tiny_trl_model(MODELS))
+        return str(make_tiny_trl_model(models))
     return name
 
 
@@ -162,6 +164,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of both sides, alternating order")
     parser.add_argument("--steps", type=int, default=3, help="steps per run; the first is warm-up")
     parser.add_argument("--model", default="tool-caller", help="tool-caller (default), random, or a path")
+    parser.add_argument("--models", help="where tiny models are built, once (default: a temporary directory)")
     parser.add_argument("--side", choices=("trl",), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -170,13 +173,18 @@ def main() -> None:
     if args.side:
         print(RESULT + json.dumps(run_trl(args.model, args.steps, Path(args.out))), flush=True)
         return
-    SCRATCH.mkdir(parents=True, exist_ok=True)
-    model = resolve_model(args.model)
+    with tempfile.TemporaryDirectory(prefix="gym_swe-bench-trl-") as scratch:
+        model = resolve_model(args.model, Path(args.models) if args.models else Path(scratch) / "models")
+        compare(args, model, Path(scratch))
+
+
+def compare(args: argparse.Namespace, model: str, scratch: Path) -> None:
+    """Rounds of both sides, alternating which goes first; the table."""
     runs: dict[str, list[dict[str, Any]]] = {"ours": [], "trl": []}
     for round_ in range(args.rounds):
         for side in ("ours", "trl") if round_ % 2 == 0 else ("trl", "ours"):
             started = time.perf_counter()
-            run = measure(side, model, args.steps)
+            run = measure(side, model, args.steps, scratch)
             runs[side].append(run)
             print(f"# round {round_ + 1} {side}: {time.perf_counter() - started:.0f} s, step seconds "
                   f"{[round(s, 1) for s in run['step_seconds']]}", flush=True)  # fmt: skip

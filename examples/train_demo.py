@@ -5,7 +5,8 @@ learning curve, metrics, trajectories, a checkpoint and the final model.
     python examples/train_demo.py [--steps 30] [--output_dir runs]
 
 It is the same trainer as for real runs (trainers/grpo.py); only the model (two layers, 64 wide, over a small
-tokenizer trained here on gym_swe's own source) and the env are toys, so that it learns in a minute.
+tokenizer trained here on gym_swe's own source) and the env are toys, so that it learns in a minute. The
+tiny model is built once, in ``<output_dir>/models``; the run goes to ``<output_dir>/demo-toy``.
 """
 
 from __future__ import annotations
@@ -19,16 +20,7 @@ sys.path[:0] = [str(ROOT / "trainers"), str(ROOT / "examples")]
 
 import grpo  # noqa: E402
 
-from gym_swe.rollout.tiny import make_tiny_model, make_tiny_tokenizer  # noqa: E402
-
-
-def tiny_model(where: Path) -> Path:
-    tokenizer, model = where / "tiny-bpe-tokenizer", where / "tiny-bpe"
-    if not (tokenizer / "tokenizer.json").exists():
-        make_tiny_tokenizer(tokenizer)
-    if not (model / "model.safetensors").exists():
-        make_tiny_model(tokenizer, model)
-    return model
+from gym_swe.rollout.tiny import make_tiny_bpe_model  # noqa: E402
 
 
 def main() -> None:
@@ -36,7 +28,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30, help="GRPO steps (default 30, about a minute)")
     parser.add_argument("--output_dir", default="runs", help="where the run directory goes (default runs)")
     options = parser.parse_args()
-    model = tiny_model(ROOT / ".tmp" / "models")
+    model = make_tiny_bpe_model(Path(options.output_dir) / "models")
     args = grpo.parse_args([
         "--env", "toy_env:ToySay-v0", "--model", str(model), "--steps", str(options.steps),
         "--tasks_per_step", "2", "--group_size", "8", "--max_turns", "2", "--max_new_tokens", "8",

@@ -5,8 +5,8 @@
 TRL renders each prompt with the env's tools (bash, str_replace_editor, submit: the public methods of the
 environment class), parses the model's tool calls, runs them in the episode's sandbox, and scores each
 rollout with the env's grade (``get_reward``). Without ``--model`` a tiny random model is built in
-.tmp/models so that this runs on a CPU in a minute; it learns nothing useful. With a real model (one whose
-chat template TRL can parse tool calls from, e.g. Qwen2.5/Qwen3 instruct) raise ``--steps`` and
+``<output_dir>/models`` so that this runs on a CPU in a minute; it learns nothing useful. With a real model
+(one whose chat template TRL can parse tool calls from, e.g. Qwen2.5/Qwen3 instruct) raise ``--steps`` and
 ``--max_completion_length``.
 """
 
@@ -15,9 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gym_swe.integrations.trl import make_tiny_trl_model, trl_spec
-
-ROOT = Path(__file__).resolve().parents[1]
+from gym_swe.integrations.trl import trl_spec
+from gym_swe.rollout.tiny import make_tiny_trl_model
 
 
 def main() -> None:
@@ -27,12 +26,16 @@ def main() -> None:
     parser.add_argument("--tasks", default="GymSwe/0,GymSwe/1", help="comma-separated bundled task ids")
     parser.add_argument("--max_turns", type=int, default=3, help="tool calls per episode (default 3)")
     parser.add_argument("--max_completion_length", type=int, default=64)
-    parser.add_argument("--output_dir", default=str(ROOT / ".tmp" / "trl-environment-factory"))
+    parser.add_argument(
+        "--output_dir",
+        default="runs/trl-environment-factory",
+        help="TRL's output directory (default %(default)s)",
+    )
     options = parser.parse_args()
 
     from trl import GRPOConfig, GRPOTrainer
 
-    model = options.model or str(make_tiny_trl_model(ROOT / ".tmp" / "models"))
+    model = options.model or str(make_tiny_trl_model(Path(options.output_dir) / "models"))
     # The dataset (a row per task: its id and a prompt that reset() completes), the environment class and
     # any extra reward functions, in one call. The env's own reward comes through get_reward().
     spec = trl_spec("CodeDebug-v0", task_ids=options.tasks.split(","), max_turns=options.max_turns)

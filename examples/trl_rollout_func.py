@@ -7,7 +7,7 @@ any format gym_swe knows, and hands TRL the exact sampled token ids and log-prob
 ``env_mask`` that keeps tool output out of the loss; the reward is the env's. Here it samples with the
 trainer's own model (``generator=None``); for real runs pass a gym_swe generator such as
 ``VLLMServerGenerator`` (its weights are synced after each step). Without ``--model`` a tiny random model
-is built in .tmp/models so that this runs on a CPU in a minute; it learns nothing useful.
+is built in ``<output_dir>/models`` so that this runs on a CPU in a minute; it learns nothing useful.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gym_swe.integrations.trl import GymSweRollout, make_tiny_trl_model
-
-ROOT = Path(__file__).resolve().parents[1]
+from gym_swe.integrations.trl import GymSweRollout
+from gym_swe.rollout.tiny import make_tiny_trl_model
 
 
 def main() -> None:
@@ -27,12 +26,14 @@ def main() -> None:
     parser.add_argument("--tasks", default="GymSwe/0,GymSwe/1", help="comma-separated bundled task ids")
     parser.add_argument("--max_turns", type=int, default=3, help="model turns per episode (default 3)")
     parser.add_argument("--max_completion_length", type=int, default=32, help="tokens per turn")
-    parser.add_argument("--output_dir", default=str(ROOT / ".tmp" / "trl-rollout-func"))
+    parser.add_argument(
+        "--output_dir", default="runs/trl-rollout-func", help="TRL's output directory (default %(default)s)"
+    )
     options = parser.parse_args()
 
     from trl import GRPOConfig, GRPOTrainer
 
-    model = options.model or str(make_tiny_trl_model(ROOT / ".tmp" / "models"))
+    model = options.model or str(make_tiny_trl_model(Path(options.output_dir) / "models"))
     rollout = GymSweRollout("CodeDebug-v0", generator=None, parallel=4, max_turns=options.max_turns)
     config = GRPOConfig(
         output_dir=options.output_dir,

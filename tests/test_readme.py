@@ -45,14 +45,10 @@ def test_rollout_snippet_runs_with_a_tiny_model(tmp_path: Path) -> None:
     """As written, but for the model: a tiny random one with a small vocabulary, which is quick on a CPU."""
     require_bwrap()
     pytest.importorskip("transformers")
-    from gym_swe.rollout.tiny import make_tiny_model, make_tiny_tokenizer
+    from gym_swe.rollout.tiny import make_tiny_bpe_model
     from tests.rollout.conftest import MODELS
 
-    tokenizer, model = MODELS / "tiny-bpe-tokenizer", MODELS / "tiny-bpe"
-    if not (tokenizer / "tokenizer.json").exists():
-        make_tiny_tokenizer(tokenizer)
-    if not (model / "model.safetensors").exists():
-        make_tiny_model(tokenizer, model)
+    model = make_tiny_bpe_model(MODELS)
     code = snippet("Rollouts and evaluation")
     assert code.startswith("import gymnasium\nimport gym_swe") and code.count(MODEL_PLACEHOLDER) == 1
     code = code.replace(MODEL_PLACEHOLDER, repr(str(model)))

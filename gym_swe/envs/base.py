@@ -181,6 +181,12 @@ class ToolEnv(gymnasium.Env[str, Any]):
     def _grade(self, task: Any, sandbox: Sandbox) -> Grade:
         """Grade the final state of ``sandbox`` (the agent's) in a fresh sandbox, under ``reward_mode``."""
 
+    def opening_messages(self, task_id: str) -> list[dict[str, Any]]:
+        """The chat ``reset`` opens ``task_id``'s episode with (system and user messages), without starting
+        one: no sandbox is made. For prompts made ahead of the episodes (a dataset's rows)."""
+        system, user = self._prompt(self.tasks.get(task_id))
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
     # -- the gymnasium API ----------------------------------------------------------------------------------
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -29,7 +29,6 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import gymnasium
@@ -177,6 +176,14 @@ def environment_class(env_id: str = "CodeDebug-v0", **make_kwargs: Any) -> type[
     return type(f"{name}Environment", (GymSweEnvironment,), namespace)
 
 
+def trl_tools(env_id: str = "CodeDebug-v0", **make_kwargs: Any) -> list[Callable[..., str]]:
+    """The tools TRL renders ``env_id``'s prompts with: the tool methods of an `environment_class` instance
+    (TRL writes each one's schema from its signature and docstring), as ``apply_chat_template(tools=...)``
+    takes them. To render what a model meets under ``environment_factory``."""
+    environment = environment_class(env_id, **make_kwargs)()
+    return [getattr(environment, name) for name in TOOL_METHODS if hasattr(environment, name)]
+
+
 def trl_dataset(
     env_id: str = "CodeDebug-v0",
     task_ids: Sequence[str] | None = None,
@@ -201,8 +208,7 @@ def trl_dataset(
         ids = list(task_ids) if task_ids is not None else [task.task_id for task in env.tasks]
         rows: dict[str, list[Any]] = {"prompt": [], "task_id": []}
         for task_id in ids:
-            system, user = env._prompt(env.tasks.get(task_id))
-            prompt = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+            prompt = env.opening_messages(task_id)
             if not full_prompt:
                 prompt[-1]["content"] = ""
             rows["prompt"].append(prompt)
@@ -387,116 +393,3 @@ def _trl_fields(trajectories: Sequence[Any]) -> dict[str, list[Any]]:
         fields["task_id"].append(trajectory.task_id)
         fields["error"].append(trajectory.error)
     return fields
-
-
-def make_tiny_trl_model(out_dir: str | Path) -> Path:
-    """A tiny random Llama over a small BPE tokenizer with TRL's Qwen2.5 chat template (a ChatML template
-    TRL can parse tool calls from), for examples, tests and benchmarks on a CPU. Built once in ``out_dir``."""
-    from gym_swe.rollout.tiny import make_tiny_model, make_tiny_tokenizer
-
-    try:
-        from transformers import AutoTokenizer
-        from trl.chat_template_utils import qwen2_5_chat_template
-    except ImportError:
-        raise missing_dependency("trl", "trl") from None
-    out = Path(out_dir)
-    tokenizer, model = out / "tiny-bpe-trl-tokenizer", out / "tiny-bpe-trl"
-    if not (tokenizer / "tokenizer.json").exists():
-        make_tiny_tokenizer(tokenizer)
-        loaded = AutoTokenizer.from_pretrained(str(tokenizer))
-        loaded.chat_template = qwen2_5_chat_template
-        loaded.save_pretrained(tokenizer)
-    if not (model / "model.safetensors").exists():
-        make_tiny_model(tokenizer, model)
-    return model
-
-
-TOOL_CALL_COMMAND = "python test_solution.py"
-TOOL_CALL_REPLY = (
-    '<tool_call>\n{"name": "bash", "arguments": {"command": "' + TOOL_CALL_COMMAND + '"}}\n</tool_call>'
-)
-TOOL_CALLER_TASKS = 12
-"""How many bundled CodeDebug-v0 tasks `make_tiny_tool_caller` learns from (passing and failing tests)."""
-TOOL_CALLER_REPLIES = 4
-"""Replies per taught episode: 3 turns, and the reply TRL samples after the last tool result (its loop
-samples after every tool result, up to ``max_tool_calling_iterations``)."""
-
-
-def make_tiny_tool_caller(out_dir: str | Path, steps: int = 1000, seed: int = 0) -> Path:
-    """`make_tiny_trl_model`'s model taught to answer every turn of a CodeDebug-v0 episode with one bash tool
-    call (`TOOL_CALL_REPLY`, Hermes format: both TRL's parser and gym_swe's read it), so that episodes last
-    ``max_turns`` env steps on both sides of a comparison.
-
-    It learns whole episodes of `TOOL_CALLER_REPLIES` replies on the first `TOOL_CALLER_TASKS` bundled tasks
-    with a wrong-output bug, each reply followed by what the env really returns for the call ("All tests
-    passed." or the task's traceback), in both conversations it meets: the prompt rendered with the env's
-    tool schemas (gym_swe's collector) and with the environment class's methods (TRL). Between replies come
-    the chat template's tool turn and generation prompt, the ids both sides append to the sampled ones (TRL's
-    tool suffix, gym_swe's bridge). Fine-tuned once (``steps`` AdamW steps, a minute or two on a CPU for the
-    default 1,000) and kept in ``out_dir``.
-
-    At temperature 1 the default's reply is the call about 98.6% of the time on each turn, so nearly every
-    episode plays all its turns; 200 steps give about 80%, which leaves a group's rollouts some spread."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from gym_swe.rollout.chat import ChatFormat
-
-    out = Path(out_dir) / f"tiny-bpe-trl-tool-caller-v3-{steps}"  # v3: every turn, on the env's tool results
-    if (out / "model.safetensors").exists():
-        return out
-    base = make_tiny_trl_model(out_dir)
-    tokenizer = AutoTokenizer.from_pretrained(str(base))
-    model = AutoModelForCausalLM.from_pretrained(str(base))
-    env = gymnasium.make("CodeDebug-v0").unwrapped
-    # TRL renders its prompt with the environment class's methods as the tools (their schemas come from the
-    # signatures and docstrings), gym_swe's collector with the env's schemas: the tiny model learns both.
-    trl_environment = environment_class("CodeDebug-v0")()
-    trl_tools = [getattr(trl_environment, name) for name in TOOL_METHODS if hasattr(trl_environment, name)]
-    chat = ChatFormat(tokenizer, env.toolbox.schemas())
-    reply = [*tokenizer(TOOL_CALL_REPLY, add_special_tokens=False)["input_ids"], chat.end_of_turn_id()]
-    examples = []  # (ids, labels): a whole episode, each reply trained on
-    try:
-        # Tasks whose test script ends at once (a looping bug's would run until the tool's timeout).
-        quick = [task for task in env.tasks if task.failure_symptoms == "incorrect output"]
-        for task in quick[:TOOL_CALLER_TASKS]:
-            # The tool results of the episode, played through the class TRL calls (the same env steps).
-            trl_environment.reset(task.task_id)
-            results = [trl_environment.bash(TOOL_CALL_COMMAND) for _ in range(TOOL_CALLER_REPLIES - 1)]
-            # The template's tool turn and next generation prompt after each reply: gym_swe's bridge, token
-            # for token the suffix TRL appends.
-            bridges = [
-                chat.bridge_ids({"role": "assistant", "content": TOOL_CALL_REPLY},
-                                [{"role": "tool", "content": result}], reply)
-                for result in results
-            ]  # fmt: skip
-            system, user = env._prompt(task)
-            opening = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-            for tools in (env.toolbox.schemas(), trl_tools):
-                prompt = tokenizer.apply_chat_template(
-                    opening, tools=tools, add_generation_prompt=True, tokenize=False
-                )
-                ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-                labels = [-100] * len(ids)
-                for bridge in bridges:
-                    ids, labels = ids + reply + bridge, labels + reply + [-100] * len(bridge)
-                examples.append((ids + reply, labels + reply))
-    finally:
-        env.close()
-        trl_environment._finalizer()
-    torch.manual_seed(seed)
-    # No weight decay: it caps the logits, and every token of the reply keeps a chance to go astray.
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
-    model.train()
-    # Shuffled passes over the examples: in a fixed order the last ones would be learnt best.
-    passes = -(-steps // len(examples))
-    order = [index for _ in range(passes) for index in torch.randperm(len(examples)).tolist()]
-    for step in range(steps):
-        ids, labels = examples[order[step]]
-        loss = model(input_ids=torch.tensor([ids]), labels=torch.tensor([labels])).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    return out

@@ -1,18 +1,29 @@
-"""A tiny randomly initialised model over a real tokenizer: for tests, benchmarks and laptops.
+"""Tiny randomly initialised models over real tokenizers: for tests, benchmarks, examples and laptops.
 
-Its weights are random, so what it writes is noise, but it has a real tokenizer and chat template, real
-token ids and real log-probabilities: everything between a model and an env can be exercised with it, on a
-CPU, with transformers and with vLLM (its head_dim is 32, what vLLM's CPU attention needs at least).
+Their weights are random, so what they write is noise, but each has a real tokenizer and chat template, real
+token ids and real log-probabilities: everything between a model and an env can be exercised with one, on a
+CPU, with transformers and with vLLM (head_dim 32, what vLLM's CPU attention needs at least).
 
 Where no tokenizer is at hand (no hub, no local copy), `make_tiny_tokenizer` trains a small byte-level BPE on
 gym_swe's own source and gives it a ChatML chat template with tool calls in the Hermes format.
+
+The recipes, one place for all their users:
+
+- `make_tiny_tokenizer`, `make_tiny_model`: build one into the directory given (a Llama, or a Qwen2);
+- `make_tiny_bpe_model`: the tiny model over the tiny tokenizer, built once in a models directory;
+- `make_tiny_trl_model`: the same with TRL's Qwen2.5 chat template, which TRL parses tool calls from;
+- `make_tiny_tool_caller`: that model taught to answer each CodeDebug-v0 turn with one bash tool call.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from gym_swe.errors import missing_dependency
+from gym_swe.errors import ConfigError, missing_dependency, unknown_name
 
 CHATML_TEMPLATE = """{%- if tools %}<|im_start|>system
 {% if messages[0]['role'] == 'system' %}{{ messages[0]['content'] }}
@@ -45,8 +56,15 @@ CHATML_TEMPLATE = """{%- if tools %}<|im_start|>system
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
-def make_tiny_tokenizer(out_dir: str | Path, vocab_size: int = 2048) -> Path:
-    """Train a byte-level BPE tokenizer on gym_swe's own source, with a ChatML template; save it."""
+ARCHITECTURES = ("llama", "qwen2")
+"""What `make_tiny_model` builds: a Llama (the default), or a Qwen2 (Llama with biases on q, k and v)."""
+
+
+# -- build one --------------------------------------------------------------------------------------------
+def make_tiny_tokenizer(
+    out_dir: str | Path, vocab_size: int = 2048, chat_template: str = CHATML_TEMPLATE
+) -> Path:
+    """Train a byte-level BPE tokenizer on gym_swe's own source, with ``chat_template``; save it."""
     try:
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
         from transformers import PreTrainedTokenizerFast
@@ -69,7 +87,7 @@ def make_tiny_tokenizer(out_dir: str | Path, vocab_size: int = 2048) -> Path:
         pad_token="<|endoftext|>",
         additional_special_tokens=SPECIAL_TOKENS[1:],
     )
-    tokenizer.chat_template = CHATML_TEMPLATE
+    tokenizer.chat_template = chat_template
     out = Path(out_dir)
     tokenizer.save_pretrained(out)
     return out
@@ -82,19 +100,34 @@ def make_tiny_model(
     hidden_size: int = 64,
     layers: int = 2,
     heads: int = 2,
+    architecture: str = "llama",
 ) -> Path:
-    """Write a tiny Llama-architecture model with the tokenizer at ``tokenizer_path`` into ``out_dir``."""
+    """Write a tiny model of ``architecture`` (see `ARCHITECTURES`) with the tokenizer at ``tokenizer_path``
+    into ``out_dir``; it stops at the chat template's end of turn."""
+    if architecture not in ARCHITECTURES:
+        raise ConfigError(unknown_name("tiny model architecture", architecture, ARCHITECTURES))
     try:
         import torch
-        from transformers import AutoTokenizer, GenerationConfig, LlamaConfig, LlamaForCausalLM
+        from transformers import (
+            AutoTokenizer,
+            GenerationConfig,
+            LlamaConfig,
+            LlamaForCausalLM,
+            Qwen2Config,
+            Qwen2ForCausalLM,
+        )
     except ImportError:
         raise missing_dependency("transformers", "train") from None
     from gym_swe.rollout.chat import ChatFormat
 
+    config_class, model_class = {
+        "llama": (LlamaConfig, LlamaForCausalLM),
+        "qwen2": (Qwen2Config, Qwen2ForCausalLM),
+    }[architecture]
     out = Path(out_dir)
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_path))
     eos = ChatFormat(tokenizer).end_of_turn_id()
-    config = LlamaConfig(
+    config = config_class(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
         intermediate_size=hidden_size * 2,
@@ -108,8 +141,137 @@ def make_tiny_model(
         torch_dtype="float32",
     )
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
+    model = model_class(config)
     model.generation_config = GenerationConfig(eos_token_id=eos, bos_token_id=tokenizer.bos_token_id)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+# -- built once in a models directory, reused after --------------------------------------------------------
+def make_tiny_bpe_model(models_dir: str | Path) -> Path:
+    """The tiny Llama over the tiny BPE tokenizer with gym_swe's ChatML template (a 2,048-token vocabulary:
+    quick on a CPU, and a vowel is a likely token). Built once in ``models_dir``, as ``tiny-bpe-tokenizer/``
+    and ``tiny-bpe/``; the model's path."""
+    return _model_over_tiny_tokenizer(Path(models_dir), "tiny-bpe", CHATML_TEMPLATE)
+
+
+def make_tiny_trl_model(models_dir: str | Path) -> Path:
+    """`make_tiny_bpe_model` with TRL's Qwen2.5 chat template instead (a ChatML template TRL can parse tool
+    calls from), for TRL's trainers. Built once in ``models_dir``, as ``tiny-bpe-trl-tokenizer/`` and
+    ``tiny-bpe-trl/``; the model's path."""
+    try:
+        from trl.chat_template_utils import qwen2_5_chat_template
+    except ImportError:
+        raise missing_dependency("trl", "trl") from None
+    return _model_over_tiny_tokenizer(Path(models_dir), "tiny-bpe-trl", qwen2_5_chat_template)
+
+
+def _model_over_tiny_tokenizer(models_dir: Path, name: str, chat_template: str) -> Path:
+    tokenizer, model = models_dir / f"{name}-tokenizer", models_dir / name
+    if not (tokenizer / "tokenizer.json").exists():
+        make_tiny_tokenizer(tokenizer, chat_template=chat_template)
+    if not (model / "model.safetensors").exists():
+        make_tiny_model(tokenizer, model)
+    return model
+
+
+# -- taught one reply --------------------------------------------------------------------------------------
+TOOL_CALL_COMMAND = "python test_solution.py"
+TOOL_CALL_REPLY = (
+    '<tool_call>\n{"name": "bash", "arguments": {"command": "' + TOOL_CALL_COMMAND + '"}}\n</tool_call>'
+)
+TOOL_CALLER_TASKS = 12
+"""How many bundled CodeDebug-v0 tasks `make_tiny_tool_caller` learns from (passing and failing tests)."""
+TOOL_CALLER_REPLIES = 4
+"""Replies per taught episode: 3 turns, and the reply TRL samples after the last tool result (its loop
+samples after every tool result, up to ``max_tool_calling_iterations``)."""
+
+
+def make_tiny_tool_caller(
+    models_dir: str | Path, steps: int = 1000, seed: int = 0, other_tools: Sequence[Sequence[Any]] = ()
+) -> Path:
+    """`make_tiny_trl_model`'s model taught to answer every turn of a CodeDebug-v0 episode with one bash tool
+    call (`TOOL_CALL_REPLY`, Hermes format: both TRL's parser and gym_swe's read it), so that episodes last
+    ``max_turns`` env steps on both sides of a comparison.
+
+    It learns whole episodes of `TOOL_CALLER_REPLIES` replies on the first `TOOL_CALLER_TASKS` bundled tasks
+    with a wrong-output bug, each reply followed by what the env really returns for the call ("All tests
+    passed." or the task's traceback), in each conversation it is to meet: the prompt rendered with the env's
+    tool schemas (gym_swe's collector), and with each tool list of ``other_tools`` (as ``apply_chat_template``
+    takes ``tools=``: TRL renders its environment class's methods, `gym_swe.integrations.trl.trl_tools`).
+    Between replies come the chat template's tool turn and generation prompt, the ids both sides append to
+    the sampled ones (TRL's tool suffix, gym_swe's bridge). Fine-tuned once (``steps`` AdamW steps, a minute
+    or two on a CPU for the default 1,000) and kept in ``models_dir``, under a name that says what it learnt.
+
+    At temperature 1 the default's reply is the call about 98.6% of the time on each turn, so nearly every
+    episode plays all its turns; 200 steps give about 80%, which leaves a group's rollouts some spread."""
+    import gymnasium
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import get_json_schema
+
+    import gym_swe  # noqa: F401  (registers the envs)
+    from gym_swe.rollout.chat import ChatFormat
+
+    # The name says what it learnt (v3: every turn, on the env's tool results), the other renderings included.
+    renderings = [[t if isinstance(t, dict) else get_json_schema(t) for t in tools] for tools in other_tools]
+    learnt = f"v3-{steps}" + (f"-seed{seed}" if seed else "")
+    if renderings:
+        learnt += "-" + hashlib.sha256(json.dumps(renderings, sort_keys=True).encode()).hexdigest()[:8]
+    out = Path(models_dir) / f"tiny-bpe-trl-tool-caller-{learnt}"
+    if (out / "model.safetensors").exists():
+        return out
+    base = make_tiny_trl_model(models_dir)
+    tokenizer = AutoTokenizer.from_pretrained(str(base))
+    model = AutoModelForCausalLM.from_pretrained(str(base))
+    env = gymnasium.make("CodeDebug-v0")
+    schemas = env.unwrapped.toolbox.schemas()
+    chat = ChatFormat(tokenizer, schemas)
+    reply = [*tokenizer(TOOL_CALL_REPLY, add_special_tokens=False)["input_ids"], chat.end_of_turn_id()]
+    # The call as a structured assistant message: the env step TRL's environment class takes for it.
+    arguments = json.dumps({"command": TOOL_CALL_COMMAND})
+    call = {"id": "call0", "type": "function", "function": {"name": "bash", "arguments": arguments}}
+    action = {"role": "assistant", "content": "", "tool_calls": [call]}
+    examples = []  # (ids, labels): a whole episode, each reply trained on
+    try:
+        # Tasks whose test script ends at once (a looping bug's would run until the tool's timeout).
+        quick = [task for task in env.unwrapped.tasks if task.failure_symptoms == "incorrect output"]
+        for task in quick[:TOOL_CALLER_TASKS]:
+            _, info = env.reset(options={"task_id": task.task_id})
+            opening = info["messages"]
+            results = [env.step(action)[0] for _ in range(TOOL_CALLER_REPLIES - 1)]
+            # The template's tool turn and next generation prompt after each reply: gym_swe's bridge, token
+            # for token the suffix TRL appends.
+            bridges = [
+                chat.bridge_ids({"role": "assistant", "content": TOOL_CALL_REPLY},
+                                [{"role": "tool", "content": result}], reply)
+                for result in results
+            ]  # fmt: skip
+            for tools in (schemas, *other_tools):
+                prompt = tokenizer.apply_chat_template(
+                    opening, tools=list(tools), add_generation_prompt=True, tokenize=False
+                )
+                ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+                labels = [-100] * len(ids)
+                for bridge in bridges:
+                    ids, labels = ids + reply + bridge, labels + reply + [-100] * len(bridge)
+                examples.append((ids + reply, labels + reply))
+    finally:
+        env.close()
+    torch.manual_seed(seed)
+    # No weight decay: it caps the logits, and every token of the reply keeps a chance to go astray.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    model.train()
+    # Shuffled passes over the examples: in a fixed order the last ones would be learnt best.
+    passes = -(-steps // len(examples))
+    order = [index for _ in range(passes) for index in torch.randperm(len(examples)).tolist()]
+    for step in range(steps):
+        ids, labels = examples[order[step]]
+        loss = model(input_ids=torch.tensor([ids]), labels=torch.tensor([labels])).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     return out

@@ -18,14 +18,13 @@ pytest.importorskip("datasets")
 
 from gym_swe.integrations.trl import (
     EPISODE_OVER,
-    TOOL_CALL_COMMAND,
     GymSweEnvironment,
     environment_class,
-    make_tiny_tool_caller,
-    make_tiny_trl_model,
     trl_dataset,
     trl_spec,
+    trl_tools,
 )
+from gym_swe.rollout.tiny import TOOL_CALL_COMMAND, make_tiny_tool_caller, make_tiny_trl_model
 from gym_swe.tasks.functions import load_function_tasks
 
 MODELS = REPO_ROOT / ".tmp" / "models"
@@ -40,8 +39,10 @@ def tiny_model() -> Path:
 
 @pytest.fixture(scope="module")
 def tool_caller() -> Path:
-    """The tiny model taught to answer with a bash tool call: TRL then really calls the env's methods."""
-    return make_tiny_tool_caller(MODELS, steps=200)
+    """The tiny model taught to answer with a bash tool call, in the prompts gym_swe renders and in those TRL
+    renders with its environment class's methods: TRL then really calls the env's methods."""
+    require_bwrap()  # it learns the env's real tool results, played in local sandboxes
+    return make_tiny_tool_caller(MODELS, steps=200, other_tools=[trl_tools("CodeDebug-v0")])
 
 
 def grpo_config(out: Path, **overrides):  # type: ignore[no-untyped-def]
@@ -145,6 +146,15 @@ def test_dataset_and_spec() -> None:
     assert [m["role"] for m in row["prompt"]] == ["system", "user"] and row["prompt"][1]["content"] == ""
     full = trl_dataset("CodeDebug-v0", task_ids=TASKS, full_prompt=True)
     assert "/workspace/solution.py" in full[0]["prompt"][1]["content"]
+    # A full prompt is the chat the env opens the task's episode with, made without the episode.
+    import gymnasium
+
+    env = gymnasium.make("CodeDebug-v0")
+    try:
+        assert full[1]["prompt"] == env.unwrapped.opening_messages(TASKS[1])
+        assert full[1]["prompt"] == env.reset(options={"task_id": TASKS[1]})[1]["messages"]
+    finally:
+        env.close()
     spec = trl_spec("CodeDebug-v0", task_ids=TASKS)
     kwargs = spec.trainer_kwargs()
     assert set(kwargs) == {"train_dataset", "environment_factory", "reward_funcs"}

@@ -36,16 +36,13 @@ def tiny_model() -> Path:
     """A random tiny Llama with the real Qwen2.5 tokenizer and chat template, or, where the shared data is
     absent, with a small BPE tokenizer trained here (built once, kept in .tmp)."""
     pytest.importorskip("transformers")
-    from gym_swe.rollout.tiny import make_tiny_model, make_tiny_tokenizer
+    from gym_swe.rollout.tiny import make_tiny_bpe_model, make_tiny_model
 
-    if (TOKENIZERS / "qwen2.5-instruct").is_dir():
-        tokenizer, path = TOKENIZERS / "qwen2.5-instruct", MODELS / "tiny-qwen2.5"
-    else:
-        tokenizer, path = MODELS / "tiny-bpe-tokenizer", MODELS / "tiny-bpe"
-        if not (tokenizer / "tokenizer.json").exists():
-            make_tiny_tokenizer(tokenizer)
+    if not (TOKENIZERS / "qwen2.5-instruct").is_dir():
+        return make_tiny_bpe_model(MODELS)
+    path = MODELS / "tiny-qwen2.5"
     if not (path / "model.safetensors").exists():
-        make_tiny_model(tokenizer, path)
+        make_tiny_model(TOKENIZERS / "qwen2.5-instruct", path)
     return path
 
 

@@ -16,20 +16,6 @@ TOY = "toy_env:ToySay-v0"  # examples/toy_env.py
 TRAINER = REPO_ROOT / "trainers" / "grpo.py"
 
 
-def tiny_bpe_model_path() -> Path:
-    """A tiny random Llama over a small BPE tokenizer (a 2,048-token vocabulary: a vowel is a likely token,
-    so the toy env's reward has signal from the first step)."""
-    from gym_swe.rollout.tiny import make_tiny_model, make_tiny_tokenizer
-
-    models = REPO_ROOT / ".tmp" / "models"
-    tokenizer, path = models / "tiny-bpe-tokenizer", models / "tiny-bpe"
-    if not (tokenizer / "tokenizer.json").exists():
-        make_tiny_tokenizer(tokenizer)
-    if not (path / "model.safetensors").exists():
-        make_tiny_model(tokenizer, path)
-    return path
-
-
 def train(
     *flags: str,
     python: str = sys.executable,
