@@ -253,6 +253,7 @@ def _grade(
         return _unsealed(
             _result(task, filtered.diff, {}, reward, log, start, rejection=f"the test run {reason}")
         )
+    outcomes = sealing.named(outcomes)  # a sealed table's cases under the task's names
     left_out = missing(planting.groups, outcomes)
     if left_out:
         log.append("decoys missing from the report: " + "; ".join(left_out))
@@ -270,7 +271,7 @@ def _grade(
             "task's tests with an expectation no correct code meets) passed where its original passed, so "
             "the code under test answered the test calling it, or changed how outcomes are reported",
         ))  # fmt: skip
-    records = _seal_records(sandbox) if sealing.seals else []
+    records = sealing.named_records(_seal_records(sandbox)) if sealing.seals else []
     outcomes = restore(planting.groups, outcomes)
     # Calibrating, the checks held in the process (the gold patch is the task's own): the records only say
     # which of them can be sealed. Otherwise a case passes only where its sealed checks held outside.
@@ -331,7 +332,8 @@ def _seal_and_plant(
         sources[path] = data.decode("utf-8", errors="surrogateescape")
     sealing = seals.Sealing()
     if seals.SEAL_CHECKS and (sealed or calibrating):
-        checks = [c for c in seals.candidates(sources, targets) if calibrating or c.key in set(sealed)]
+        known = [*task.fail_to_pass, *task.pass_to_pass]
+        checks = [c for c in seals.candidates(sources, targets, known) if calibrating or c.key in set(sealed)]
         sealing = seals.seal(sources, checks, rng, calibrating)
     changed = dict(sealing.sources)
     planting = Planting()

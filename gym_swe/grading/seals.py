@@ -20,9 +20,19 @@ hold without ACTUAL being right: the code has to compute it, or find the literal
 value that is also in another test's parameter table is no secret).
 
 Only equality is sealed: records are the run's to write, and ``EXPECTED in ACTUAL`` or ``not in`` hold for
-values made without knowing EXPECTED. A check of a test with several cases (parameters, parametrised
-fixtures) is not sealed either: a literal the same in every case would be learned from a case the bug gets
-right.
+values made without knowing EXPECTED. A literal in a check of a test with several cases (parameters,
+parametrised fixtures) is not sealed: a literal the same in every case would be learned from a case the bug
+gets right.
+
+A parameter table is sealed row by row instead. A test parametrised by one table of literals, whose check
+compares with one of the table's columns (``assert to_duration(text) == pytest.approx(seconds)``, the column
+used nowhere else), has that column written as a token per row and the check as ``_gym_seal(seconds,
+ACTUAL)``. Each row's expectation is then out of the run like a sealed literal, which matters because a
+table is readable by the code under test (on disk, or as the test function's marks) and is an answer key
+to every other check of the same values. pytest would name the cases by their values (``[250ms-0.25]``),
+so the sealed rows get ids of their own (``ids=``) and the grader names their outcomes and records back:
+a table is sealed only when every row's name, worked out as pytest names cases, is one of the task's own
+test ids, so that nothing is renamed wrongly.
 
 Which checks can be sealed is learned once per task from the gold patch (`calibrating`): the checks are
 sealed with EXPECTED given, so the run also holds them in the process with Python's own semantics, and a
@@ -70,7 +80,13 @@ class Check:
     op: str
     """``==``, ``in``, ``not in`` or ``approx``."""
     expected: str
-    """The literal, as written."""
+    """The literal, as written (a table's: this row's value)."""
+    case: str = ""
+    """A row of a parameter table: its case as pytest names it, ``[250ms-0.25]``; ``""`` for a literal."""
+    column: str = ""
+    """A row of a parameter table: the parameter that holds its expectation."""
+    row: int = -1
+    """A row of a parameter table: its index in the table."""
 
     @property
     def file(self) -> str:
@@ -79,7 +95,7 @@ class Check:
     @property
     def key(self) -> str:
         """Names the check across grades of the task (the file it is in does not change)."""
-        return f"{self.node}@{self.line}"
+        return f"{self.node}@{self.line}{self.case}"
 
 
 @dataclass(frozen=True)
@@ -93,14 +109,30 @@ class Sealing:
     sources: dict[str, str] = field(default_factory=dict)
     """The new text of every test file with a sealed check."""
     seals: list[Seal] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+    """The cases of sealed tables as the run names them (by the ids the grader gave them) -> as pytest would
+    have named them, the task's own names."""
+
+    def named(self, outcomes: Mapping[str, str]) -> dict[str, str]:
+        """A report's outcomes under the task's names of the cases of sealed tables."""
+        return {self.names.get(case, case): outcome for case, outcome in outcomes.items()}
+
+    def named_records(self, records: Sequence[Record]) -> list[Record]:
+        return [
+            Record(record.token, self.names.get(record.case, record.case), record.value, record.held)
+            for record in records
+        ]
 
 
 # -- finding and sealing checks ------------------------------------------------------------------------------
 
 
-def candidates(sources: Mapping[str, str], targets: Sequence[TestId]) -> list[Check]:
+def candidates(
+    sources: Mapping[str, str], targets: Sequence[TestId], known: Collection[str] = ()
+) -> list[Check]:
     """The checks of the ``targets``' test functions that could be sealed: in the tail of the test's body
-    (only checks come after them, so nothing of the test's own work is skipped when they fail outside)."""
+    (only checks come after them, so nothing of the test's own work is skipped when they fail outside).
+    ``known``: all the task's test ids; a parameter table is sealed only when they name each of its rows."""
     found: list[Check] = []
     nodes = {target.node for target in targets if target.node and target.file in sources}
     trees: dict[str, ast.Module | None] = {}
@@ -117,12 +149,124 @@ def candidates(sources: Mapping[str, str], targets: Sequence[TestId]) -> list[Ch
             continue
         function = definition[0]
         lines = test_source.split_lines(sources[file])
+        table = _table(function)
+        names = _case_names(node, table, known) if table is not None else None
         for statement in test_source.tail(function):
             form = _form(statement)
             if form is not None:
                 op, _, expected = form
                 found.append(Check(node, statement.lineno, op, test_source.source_of(lines, expected)))
+                continue
+            column = _column_form(statement, function, table) if table is not None and names else None
+            if column is not None and table is not None and names is not None:
+                op, _, parameter = column
+                index = table.parameters.index(parameter)
+                for row, (values, case) in enumerate(zip(table.rows, names)):
+                    value = test_source.source_of(lines, values[index])
+                    found.append(Check(node, statement.lineno, op, value, case, parameter, row))
     return found
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A test's one ``@pytest.mark.parametrize(names, [rows of literals])``, with nothing else to it."""
+
+    decorator: ast.Call
+    parameters: list[str]
+    rows: list[list[ast.expr]]
+
+
+def _table(function: ast.FunctionDef | ast.AsyncFunctionDef) -> _Table | None:
+    marks = [node for node in function.decorator_list if test_source.callee(node) == "parametrize"]
+    if len(marks) != 1 or not isinstance(marks[0], ast.Call):
+        return None
+    call = marks[0]
+    if call.keywords or len(call.args) != 2 or not isinstance(call.args[1], (ast.List, ast.Tuple)):
+        return None
+    names, table = call.args
+    if isinstance(names, ast.Constant) and isinstance(names.value, str):
+        parameters = [name.strip() for name in names.value.split(",")]
+    elif isinstance(names, (ast.List, ast.Tuple)) and all(
+        isinstance(name, ast.Constant) and isinstance(name.value, str) for name in names.elts
+    ):
+        parameters = [name.value.strip() for name in names.elts]  # type: ignore[attr-defined]
+    else:
+        return None
+    rows: list[list[ast.expr]] = []
+    for row in table.elts:
+        if not isinstance(row, (ast.List, ast.Tuple)) or len(row.elts) != len(parameters):
+            return None
+        if not all(test_source.is_literal(value) for value in row.elts):
+            return None
+        rows.append(list(row.elts))
+    return _Table(call, parameters, rows) if len(parameters) > 1 and rows else None
+
+
+def _case_id(table: _Table, index: int) -> str | None:
+    """Row ``index``'s id as pytest makes it from literal values, or None where that is not certain."""
+    parts = []
+    for parameter, node in zip(table.parameters, table.rows[index]):
+        value = ast.literal_eval(node)
+        if isinstance(value, str):  # pytest escapes what is not printable ASCII, and backslashes
+            if not value or not value.isascii() or not value.isprintable() or "\\" in value:
+                return None
+            parts.append(value)
+        elif value is None or isinstance(value, (bool, int, float, complex)):
+            parts.append(str(value))
+        elif isinstance(value, bytes):
+            return None
+        else:  # a container: pytest names it by its parameter and the row
+            parts.append(f"{parameter}{index}")
+    return "-".join(parts)
+
+
+def _case_names(node: str, table: _Table, known: Collection[str]) -> list[str] | None:
+    """Each row's case (``[id]``) where every row's is one of the task's ids of ``node`` (whole, or cut at
+    whitespace as SWE-bench's log parsing cuts them) and no two rows share one; None otherwise."""
+    ids = [_case_id(table, index) for index in range(len(table.rows))]
+    if any(case_id is None for case_id in ids) or len(set(ids)) != len(ids):
+        return None
+    mine = [raw for raw in known if raw.startswith(node + "[")]
+    names = []
+    for case_id in ids:
+        full = f"{node}[{case_id}]"
+        named = [raw for raw in mine if raw == full or (full.startswith(raw) and full[len(raw)].isspace())]
+        if len(named) != 1:
+            return None
+        names.append(f"[{case_id}]")
+    return names
+
+
+def _column_form(
+    statement: ast.stmt, function: ast.FunctionDef | ast.AsyncFunctionDef, table: _Table
+) -> tuple[str, ast.expr, str] | None:
+    """(op, ACTUAL, parameter) of a check that compares with a column of the test's table, a parameter its
+    body uses nowhere else; None otherwise."""
+    pairs: list[tuple[str, ast.expr, ast.expr]] = []
+    if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
+        compare = statement.test
+        if len(compare.ops) == 1 and isinstance(compare.ops[0], ast.Eq):
+            left, right = compare.left, compare.comparators[0]
+            for actual, expected in ((left, right), (right, left)):
+                inner = _approx_of(expected)
+                pairs += [("approx", actual, inner)] if inner is not None else [("==", actual, expected)]
+    elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        call = statement.value
+        if test_source.callee(call) in _EQUAL_CALLS and len(call.args) == 2 and not call.keywords:
+            first, second = call.args
+            pairs += [("==", first, second), ("==", second, first)]
+    for op, actual, expected in pairs:
+        if not (isinstance(expected, ast.Name) and expected.id in table.parameters):
+            continue
+        uses = [
+            node
+            for statement_ in function.body
+            for node in ast.walk(statement_)
+            if isinstance(node, ast.Name) and node.id == expected.id
+        ]
+        if len(uses) == 1 and not test_source.is_literal(actual):
+            return op, actual, expected.id
+    return None
 
 
 def _form(statement: ast.stmt) -> tuple[str, ast.expr, ast.expr] | None:
@@ -166,9 +310,10 @@ def _literal(node: ast.expr) -> bool:
 def seal(
     sources: Mapping[str, str], checks: Collection[Check], rng: random.Random, calibrating: bool = False
 ) -> Sealing:
-    """Write each of ``checks`` as a call of the recorder with a fresh token. ``calibrating``: the literal
-    and the operator go along, so that the check also holds in the process as written (the gold patch's run,
-    which learns what can be sealed)."""
+    """Write each of ``checks`` as a call of the recorder with a fresh token (a table's rows: the column
+    as a token per row, the cases with ids of their own). ``calibrating``: the literal and the operator go
+    along, so that the check also holds in the process as written (the gold patch's run, which learns what
+    can be sealed)."""
     sealing = Sealing()
     by_file: dict[str, list[Check]] = {}
     for check in checks:
@@ -185,19 +330,32 @@ def seal(
             for node in ast.walk(tree)
             if isinstance(node, (ast.Assert, ast.Expr))
         }
-        edits: list[tuple[ast.stmt, str, Seal]] = []
+        edits: list[tuple[ast.AST, str]] = []
+        made: list[Seal] = []
+        names: dict[str, str] = {}
+        rows: dict[tuple[str, int], list[Check]] = {}
         for check in file_checks:
+            if check.case:
+                rows.setdefault((check.node, check.line), []).append(check)
+                continue
             statement = statements.get((check.line, "Assert")) or statements.get((check.line, "Expr"))
             form = _form(statement) if statement is not None else None
-            if form is None or form[0] != check.op:
+            if statement is None or form is None or form[0] != check.op:
                 continue
-            token = f"{rng.getrandbits(64):016x}"
+            token = _token(rng)
             actual = test_source.source_of(lines, form[1])
             call = f'{FUNCTION}("{token}", ({actual})'
             if calibrating:
                 call += f", ({test_source.source_of(lines, form[2])}), {check.op!r}"
-            edits.append((statement, call + ")", Seal(token, check)))
-        for statement, call, _ in sorted(edits, key=lambda edit: edit[0].lineno, reverse=True):
+            edits.append((statement, call + ")"))
+            made.append(Seal(token, check))
+        for (node, line), table_checks in sorted(rows.items()):
+            sealed_table = _seal_table(tree, lines, node, line, table_checks, rng, calibrating)
+            if sealed_table is not None:
+                edits += sealed_table[0]
+                made += sealed_table[1]
+                names.update(sealed_table[2])
+        for statement, call in sorted(edits, key=lambda edit: edit[0].lineno, reverse=True):  # type: ignore[attr-defined]
             lines = test_source.replaced(lines, statement, call)
         text = "".join(lines)
         try:
@@ -205,8 +363,58 @@ def seal(
         except (SyntaxError, ValueError):  # never write what would break the file's collection
             continue
         sealing.sources[file] = text
-        sealing.seals += [sealed for _, _, sealed in edits]
+        sealing.seals += made
+        sealing.names.update(names)
     return sealing
+
+
+def _token(rng: random.Random) -> str:
+    return f"{rng.getrandbits(64):016x}"
+
+
+def _seal_table(
+    tree: ast.Module,
+    lines: list[str],
+    node: str,
+    line: int,
+    checks: list[Check],
+    rng: random.Random,
+    calibrating: bool,
+) -> tuple[list[tuple[ast.AST, str]], list[Seal], dict[str, str]] | None:
+    """The edits that seal a table's column (all its rows, or none), its seals, and its cases' names."""
+    definition = test_source.find_test(tree, node.split("::")[1:])
+    table = _table(definition[0]) if definition is not None else None
+    statement = next(
+        (s for s in test_source.tail(definition[0]) if s.lineno == line), None
+    ) if definition is not None else None  # fmt: skip
+    form = _column_form(statement, definition[0], table) if statement and definition and table else None
+    by_row = {check.row: check for check in checks}
+    if table is None or form is None or sorted(by_row) != list(range(len(table.rows))):
+        return None
+    op, actual, parameter = form
+    if any(check.op != op or check.column != parameter for check in checks):
+        return None
+    column = table.parameters.index(parameter)
+    tokens = [_token(rng) for _ in table.rows]
+    ids = [_token(rng) for _ in table.rows]
+    rows = []
+    for row, values in enumerate(table.rows):
+        cells = [f'"{tokens[row]}"' if index == column else test_source.source_of(lines, value)
+                 for index, value in enumerate(values)]  # fmt: skip
+        rows.append(f"({', '.join(cells)})")
+    mark = table.decorator
+    rewritten = (
+        f"{test_source.source_of(lines, mark.func)}({test_source.source_of(lines, mark.args[0])}, "
+        f"[{', '.join(rows)}], ids=[{', '.join(repr(case_id) for case_id in ids)}])"
+    )
+    call = f"{FUNCTION}({parameter}, ({test_source.source_of(lines, actual)})"
+    if calibrating:
+        expected = ", ".join(f'"{tokens[row]}": ({by_row[row].expected})' for row in by_row)
+        call += f", {{{expected}}}[{parameter}], {op!r}"
+    edits: list[tuple[ast.AST, str]] = [(mark, rewritten), (statement, call + ")")]  # type: ignore[list-item]
+    made = [Seal(tokens[row], by_row[row]) for row in by_row]
+    names = {f"{node}[{ids[row]}]": node + by_row[row].case for row in by_row}
+    return edits, made, names
 
 
 # -- reading the run back ------------------------------------------------------------------------------------
@@ -359,8 +567,8 @@ def broken(seals: Sequence[Seal], records: Sequence[Record], outcomes: Mapping[s
         made = _by_case(records, sealed)
         expected = ast.literal_eval(check.expected)
         for suffix, outcome in _cases(outcomes, check.node).items():
-            if outcome != "passed":
-                continue
+            if outcome != "passed" or (check.case and suffix != check.case):
+                continue  # a table's row is its own case's check
             case = check.node + suffix
             values = made.get(suffix, [])
             if not values:
@@ -378,8 +586,12 @@ def calibrated(seals: Sequence[Seal], records: Sequence[Record], outcomes: Mappi
     """The checks that can be sealed, from the gold patch's calibrating run: every case of the test passed,
     and recorded plain data that holds outside as the check held inside."""
     found = set()
+    rows: dict[tuple[str, int], list[Seal]] = {}
     for sealed in seals:
         check = sealed.check
+        if check.case:
+            rows.setdefault((check.node, check.line), []).append(sealed)
+            continue
         cases = _cases(outcomes, check.node)
         if list(cases) != [""] or cases[""] != "passed":
             continue  # not run, not passed, or several cases (one the bug gets right would give the value)
@@ -391,12 +603,26 @@ def calibrated(seals: Sequence[Seal], records: Sequence[Record], outcomes: Mappi
         ]
         if all(made.get(suffix) for suffix in cases) and all(sound):
             found.add(check.key)
+    for (node, _), table in rows.items():  # a table is sealed whole: every row passed, as recorded
+        cases = _cases(outcomes, node)
+        if set(cases) != {sealed.check.case for sealed in table}:
+            continue  # more cases than rows (a parametrised class or fixture), or a row not run
+        if all(cases[sealed.check.case] == "passed" and _row_held(sealed, records) for sealed in table):
+            found.update(sealed.check.key for sealed in table)
     return found
+
+
+def _row_held(sealed: Seal, records: Sequence[Record]) -> bool:
+    made = _by_case(records, sealed).get(sealed.check.case, [])
+    expected = ast.literal_eval(sealed.check.expected)
+    return bool(made) and all(
+        record.held is True and holds(sealed.check.op, expected, record.value) for record in made
+    )
 
 
 # -- what calibration learned, kept on disk ---------------------------------------------------------------
 
-VERSION = 2
+VERSION = 3
 """Bumped when what makes a check sealable changes: calibrations of an older version are taken again."""
 
 

@@ -44,12 +44,19 @@ CORRECT = textwrap.dedent(
 
     def quarter():
         return Fraction(1, 4)
+
+
+    def seconds(text):
+        for unit, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
+            if text.endswith(unit):
+                return float(text[: -len(unit)]) * scale
     """
 )
 BUGGY = (
     CORRECT.replace('return text.upper() + "!"', "return text.upper()")
     .replace("return text.split()", "return text.split(' ')")
     .replace("Fraction(1, 4)", "Fraction(1, 3)")
+    .replace('("ms", 0.001), ("s", 1.0), ("m", 60.0)', '("s", 1.0), ("m", 60.0), ("ms", 0.001)')
 )
 TESTS = textwrap.dedent(
     """
@@ -223,3 +230,102 @@ def test_holds_is_pythons_own_semantics_on_data(
     op: str, expected: object, value: object, result: bool
 ) -> None:
     assert seals.holds(op, expected, value) is result
+
+
+# A test parametrised by a table whose column is the expectation: the rows the bug gets wrong ("250ms" reads
+# as a number of minutes... of "250m" seconds) are the task's, the others pass already. The case "1 m" is
+# named as SWE-bench's log parsing cuts it, at the space.
+TABLE = textwrap.dedent(
+    """
+    import pytest
+
+    from shop import seconds
+
+
+    @pytest.mark.parametrize(
+        "text,expected",
+        [("250ms", 0.25), ("2s", 2.0), ("1 m", 60.0)],
+    )
+    def test_seconds(text, expected):
+        assert seconds(text) == pytest.approx(expected)
+    """
+)
+TABLE_NODE = "tests/test_shop.py::test_seconds"
+TABLE_IDS = [f"{TABLE_NODE}[250ms-0.25]", f"{TABLE_NODE}[2s-2.0]", f"{TABLE_NODE}[1"]
+# Code under test that answers from the table: the test function's parametrize mark, in memory.
+ANSWER_KEY = """
+
+import sys as _sys
+
+_buggy_seconds = seconds
+
+
+def seconds(text):
+    module = _sys.modules.get("test_shop") or _sys.modules.get("tests.test_shop")
+    for mark in getattr(getattr(module, "test_seconds", None), "pytestmark", []):
+        for row in mark.args[1]:
+            if row[0] == text:
+                return row[1]
+    return _buggy_seconds(text)
+"""
+
+
+def _table_sealing(known: list[str], rng: int, calibrating: bool = False) -> seals.Sealing:
+    checks = seals.candidates({"tests/test_shop.py": TABLE}, [parse_test_id(TABLE_IDS[0])], known)
+    return seals.seal({"tests/test_shop.py": TABLE}, checks, random.Random(rng), calibrating)
+
+
+def _named_run(root: Path, code: str, sealing: seals.Sealing) -> tuple[dict[str, str], list[seals.Record]]:
+    outcomes, records = _run(root, code, sealing.sources["tests/test_shop.py"])
+    return sealing.named(outcomes), sealing.named_records(records)
+
+
+def test_a_parameter_table_is_sealed_row_by_row_and_its_cases_keep_the_tasks_names(tmp_path: Path) -> None:
+    calibration = _table_sealing(TABLE_IDS, 0, calibrating=True)
+    outcomes, records = _named_run(tmp_path / "calibration", CORRECT, calibration)
+    assert outcomes == {f"{TABLE_NODE}[250ms-0.25]": "passed", f"{TABLE_NODE}[2s-2.0]": "passed",
+                        f"{TABLE_NODE}[1 m-60.0]": "passed"}  # fmt: skip
+    sealable = seals.calibrated(calibration.seals, records, outcomes)
+    assert len(sealable) == 3 and all(key.startswith(TABLE_NODE + "@") for key in sealable), sealable
+
+    sealing = _table_sealing(TABLE_IDS, 1)
+    text = sealing.sources["tests/test_shop.py"]
+    for literal in ("0.25", "2.0", "60.0"):
+        assert literal not in text, text  # neither in the table nor in the ids pytest would make of it
+    outcomes, records = _named_run(tmp_path / "correct", CORRECT, sealing)
+    assert set(outcomes) == {f"{TABLE_NODE}[250ms-0.25]", f"{TABLE_NODE}[2s-2.0]", f"{TABLE_NODE}[1 m-60.0]"}
+    assert seals.broken(sealing.seals, records, outcomes) == {}
+    matched: dict[str, list[str]] = {}
+    assert set(match_outcomes(TABLE_IDS, outcomes, matched).values()) == {"passed"}
+
+
+@pytest.mark.parametrize(
+    ("code", "wrong"),
+    [(BUGGY, TABLE_IDS[:1]), (BUGGY + ANSWER_KEY, TABLE_IDS)],  # the answer key returns the tokens it finds
+    ids=["buggy", "answer key from the table"],
+)
+def test_a_sealed_table_fails_the_rows_the_code_gets_wrong(
+    tmp_path: Path, code: str, wrong: list[str]
+) -> None:
+    sealing = _table_sealing(TABLE_IDS, 2)
+    outcomes, records = _named_run(tmp_path / "run", code, sealing)
+    matched: dict[str, list[str]] = {}
+    found = match_outcomes(TABLE_IDS, outcomes, matched)
+    for raw in seals.judge(sealing.seals, records, outcomes, matched):
+        found[raw] = "failed"  # as the grader does: reported passed, but its sealed check did not hold
+    assert found == {raw: "failed" if raw in wrong else "passed" for raw in TABLE_IDS}, outcomes
+
+
+def test_control_the_answer_key_reads_an_unsealed_table(tmp_path: Path) -> None:
+    """The same answer key, the table as written: its rows pass, so the seals above are what stops it."""
+    outcomes, _ = _run(tmp_path / "open", BUGGY + ANSWER_KEY, TABLE)
+    assert outcomes[f"{TABLE_NODE}[250ms-0.25]"] == "passed", outcomes
+    outcomes, _ = _run(tmp_path / "buggy", BUGGY, TABLE)
+    assert outcomes[f"{TABLE_NODE}[250ms-0.25]"] == "failed", outcomes
+
+
+def test_a_table_is_sealed_only_where_the_tasks_ids_name_every_row() -> None:
+    assert _table_sealing(TABLE_IDS, 3).seals
+    assert not _table_sealing(TABLE_IDS[:2], 3).seals  # a row the task does not name: names would be guesses
+    assert not _table_sealing([*TABLE_IDS, f"{TABLE_NODE}[1 m-60.0]"], 3).seals  # two names for one row
+    assert not _table_sealing([], 3).seals
