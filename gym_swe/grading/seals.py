@@ -17,7 +17,7 @@ test's own, exactly as pytest names it, with its records holding, so an entry th
 the test counts for nothing. The literal is nowhere the run can read from the grader (the test patch is
 removed before the run, the file holds the token), so no report or record the run writes makes a sealed check
 hold without ACTUAL being right: the code has to compute it, or find the literal in what the run can read (a
-value that is also in another test's parameter table is no secret).
+value also written in a test that is not sealed, or elsewhere in the repository, is no secret).
 
 Only equality is sealed: records are the run's to write, and ``EXPECTED in ACTUAL`` or ``not in`` hold for
 values made without knowing EXPECTED. A literal in a check of a test with several cases (parameters,
