@@ -48,16 +48,18 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import grpo_setup as setup
 import torch
-from grpo_batching import MicroBatch, Row, forward_each, pack_microbatches, rows_of, token_logprobs
-from grpo_config import LOSSES, Args, parse_args
-from grpo_run_dir import RunDirectory, plot, run_directory, trajectory_metrics
 
 from gym_swe.errors import ConfigError, GymSweError, unknown_name
 from gym_swe.rollout.collector import derive_seed
 from gym_swe.rollout.stopping import Stop, interrupt_of, signals_interrupt
 from gym_swe.rollout.trajectory import Trajectory
+
+# isort: split
+import grpo_setup as setup  # the modules beside this one, by name (a script's directory is on the path)
+from grpo_batching import MicroBatch, Row, forward_each, pack_microbatches, rows_of, token_logprobs
+from grpo_config import LOSSES, Args, parse_args
+from grpo_run_dir import RunDirectory, plot, run_directory, trajectory_metrics
 
 
 # --- the math: small pure functions, each tested against hand-computed tensors ---
