@@ -24,10 +24,11 @@ from gym_swe.integrations.mini_swe_agent import (
 from gym_swe.rollout.generators.base import SamplingParams
 from gym_swe.rollout.proxy import ProxyServer
 from gym_swe.rollout.proxy.recorder import sampled_ids
+from gym_swe.rollout.tiny import make_tiny_bpe_model
 from gym_swe.tasks.functions import load_function_tasks
 from gym_swe.tasks.swe import load_swe_tasks
 from tests.conftest import require_bwrap
-from tests.rollout.conftest import TOKENIZERS
+from tests.rollout.conftest import MODELS, TOKENIZERS
 from tests.rollout.test_proxy import RecordingGenerator, tokenizer_for
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -159,9 +160,9 @@ def test_grpo_trains_through_mini_swe_agent(tmp_path: Path) -> None:
     fork; the trajectories are the proxy's, with its segments, and the optimizer stepped on them."""
     require_bwrap()
     from gym_swe.rollout.trajectory import load_jsonl
-    from tests.trainers.runs import metrics, tiny_bpe_model_path, train, weights
+    from tests.trainers.runs import metrics, train, weights
 
-    model = tiny_bpe_model_path()
+    model = make_tiny_bpe_model(MODELS)
     out = train("--env", "CodeDebug-v0", "--model", str(model), "--harness", "mini-swe-agent", "--steps", "1",
                 "--tasks_per_step", "1", "--group_size", "2", "--max_turns", "2", "--max_new_tokens", "16",
                 "--eval_every", "0", "--learning_rate", "1e-2", "--weight_decay", "0.1",
@@ -207,11 +208,10 @@ def test_the_readme_harness_snippet_runs_with_a_tiny_model(tmp_path: Path) -> No
     with feedback, the snippet's harness sends that back, and the proxy bridges every turn (no fork)."""
     require_bwrap()
     from tests.test_readme import MODEL_PLACEHOLDER, run, snippet
-    from tests.trainers.runs import tiny_bpe_model_path
 
     code = snippet("Train your own agent harness")
     assert code.count(MODEL_PLACEHOLDER) == 1
-    code = code.replace(MODEL_PLACEHOLDER, repr(str(tiny_bpe_model_path())))
+    code = code.replace(MODEL_PLACEHOLDER, repr(str(make_tiny_bpe_model(MODELS))))
     turns, forks, reward = run(code, tmp_path).stdout.split()[-3:]
     assert (turns, forks, reward) == ("3", "0", "0.0")
 
@@ -222,9 +222,8 @@ def test_harness_options_that_cannot_work_are_one_clear_error(tmp_path: Path) ->
 
     from gym_swe.errors import ConfigError
     from tests.conftest import REPO_ROOT
-    from tests.trainers.runs import tiny_bpe_model_path
 
-    model = str(tiny_bpe_model_path())
+    model = str(make_tiny_bpe_model(MODELS))
     cli = [sys.executable, "-m", "gym_swe.cli", "eval", "--env", "CodeDebug-v0", "--model", model,
            "--harness", "mini-swe-agent", "--limit", "1", "--out", str(tmp_path / "t.jsonl")]  # fmt: skip
     for extra, expected in (

@@ -120,15 +120,16 @@ def test_the_readme_inside_docker_snippet_runs_with_a_tiny_model(harness_image: 
     its format-error message and stops after three in a row (RepeatedFormatError); graded as truncated."""
     import re
 
+    from gym_swe.rollout.tiny import make_tiny_bpe_model
     from tests.conftest import REPO_ROOT
+    from tests.rollout.conftest import MODELS
     from tests.test_readme import MODEL_PLACEHOLDER, run
-    from tests.trainers.runs import tiny_bpe_model_path
 
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Train your own agent harness\n", 1)[1].split("\n## ", 1)[0]
     blocks = [b for b in re.findall(r"```python\n(.*?)```", section, re.S) if "run_episode_inside(" in b]
     assert len(blocks) == 1 and blocks[0].count(MODEL_PLACEHOLDER) == 1
-    code = blocks[0].replace(MODEL_PLACEHOLDER, repr(str(tiny_bpe_model_path())))
+    code = blocks[0].replace(MODEL_PLACEHOLDER, repr(str(make_tiny_bpe_model(MODELS))))
     turns, end_reason, reward = run(code, tmp_path).stdout.split()[-3:]
     assert (turns, end_reason, reward) == ("3", "harness_stopped", "0.0")
 

@@ -18,6 +18,7 @@ import pytest
 from gym_swe.errors import ConfigError
 from gym_swe.rollout.collector import collect
 from gym_swe.rollout.generators.base import SamplingParams
+from gym_swe.rollout.tiny import make_tiny_bpe_model
 from tests.conftest import REPO_ROOT, require_bwrap, require_docker
 from tests.rollout.conftest import MODELS
 from tests.rollout.scripted import ScriptedGenerator
@@ -225,10 +226,10 @@ def test_the_trainer_runs_its_rollouts_through_the_pool(ray_session, tmp_path: P
     """trainers/grpo.py --ray_address: one step on CodeDebug-v0 with its envs in actors of this module's Ray."""
     require_bwrap()
     from gym_swe.rollout.trajectory import load_jsonl
-    from tests.trainers.runs import metrics, tiny_bpe_model_path, train
+    from tests.trainers.runs import metrics, train
 
     address = ray_session.get_runtime_context().gcs_address
-    out = train("--env", "CodeDebug-v0", "--model", str(tiny_bpe_model_path()), "--steps", "1",
+    out = train("--env", "CodeDebug-v0", "--model", str(make_tiny_bpe_model(MODELS)), "--steps", "1",
                 "--tasks_per_step", "1", "--group_size", "2", "--max_turns", "2", "--max_new_tokens", "8",
                 "--eval_every", "0", "--output_dir", str(tmp_path), "--run_name", "ray",
                 "--ray_address", address)  # fmt: skip
@@ -253,11 +254,10 @@ def test_the_readme_snippet_runs_on_this_cluster(ray_session, tmp_path: Path) ->
     """As written, but for the model (a tiny random one) and the address (this module's Ray)."""
     require_docker()
     from tests.test_readme import MODEL_PLACEHOLDER, snippet
-    from tests.trainers.runs import tiny_bpe_model_path
 
     code = snippet("Scale out with Ray")
     assert code.count(MODEL_PLACEHOLDER) == 1 and code.count('ray.init(address="auto")') == 1
-    code = code.replace(MODEL_PLACEHOLDER, repr(str(tiny_bpe_model_path())))
+    code = code.replace(MODEL_PLACEHOLDER, repr(str(make_tiny_bpe_model(MODELS))))
     code = code.replace(
         'ray.init(address="auto")', f"ray.init(address={ray_session.get_runtime_context().gcs_address!r})"
     )

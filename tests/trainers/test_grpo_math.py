@@ -1,18 +1,12 @@
-"""The trainer's math against hand-computed tensors, and its config checks."""
+"""The trainer's math (trainers/grpo.py) against hand-computed tensors."""
 
 from __future__ import annotations
 
 import math
-import sys
 
+import grpo  # trainers/ (on the path: tests/trainers/conftest.py)
 import pytest
 import torch
-
-from gym_swe.errors import ConfigError
-from tests.conftest import REPO_ROOT
-
-sys.path.insert(0, str(REPO_ROOT / "trainers"))
-import grpo
 
 T = torch.tensor
 
@@ -168,59 +162,3 @@ def test_kl_penalty_is_the_k3_estimate() -> None:
     k3 = sum(math.exp(d) - d - 1 for d in deltas)
     assert float(with_kl - base) == pytest.approx(0.1 * k3 / 5, rel=1e-5)
     assert float(stats["kl"]) == pytest.approx(k3, rel=1e-5)
-
-
-# -- packing and config ----------------------------------------------------------------------------------------
-def test_pack_microbatches_respects_the_padded_budget() -> None:
-    lengths = [100, 30, 60, 60, 500, 10]
-    batches = grpo.pack_microbatches(lengths, 200)
-    assert sorted(i for batch in batches for i in batch) == list(range(6))
-    for batch in batches:
-        assert len(batch) == 1 or max(lengths[i] for i in batch) * len(batch) <= 200
-    assert [4] in batches  # longer than the budget: alone
-
-
-@pytest.mark.parametrize(("flags", "message"), [
-    ([], "--model is required"),
-    (["--model", "m", "--group_size", "1"], "no baseline"),
-    (["--model", "m", "--generator", "vllm-server"], "needs --base_url"),
-    (["--model", "m", "--base_url", "http://x"], "would do nothing"),
-    (["--model", "m", "--lora_r", "8"], "need --lora"),
-    (["--model", "m", "--max_resample_rounds", "5"], "needs --dynamic_sampling"),
-    (["--model", "m", "--async"], "hf shares the trainer's model"),
-    (["--model", "m", "--loss", "ppo"], "Unknown loss 'ppo'"),
-    (["--model", "m", "--generator", "vllm", "--generation_batch_size", "4"], "for --generator hf"),
-    (["--model", "m", "--eval_holdout", "0"], "--eval_every needs tasks"),
-    (["--model", "m", "--eval_every", "0", "--eval_holdout", "2"], "nothing is evaluated"),
-    (["--model", "m", "--stepz", "3"], "Unknown flag '--stepz'. Did you mean '--steps'?"),
-    (["--model", "m", "--max-turnz=3"], "Did you mean '--max_turns'?"),
-    (["--model", "m", "3"], "unexpected argument '3'"),
-    (["--model", "/no/such/model"], "--model '/no/such/model': no such directory"),
-    (["--model", "runs/x/model"], "no such directory"),
-    (["--model", "m", "--tokenizer", "./no-such-tokenizer"], "--tokenizer './no-such-tokenizer': no such"),
-    (["--model", "m", "--resume", "runs/x", "--overwrite"], "--resume .* or --overwrite .*, not both"),
-    (["--model", "m", "--env", "CodeDebg-v0"], "Unknown env 'CodeDebg-v0'. Did you mean 'CodeDebug-v0'?"),
-    (["--model", "m", "--env", "no_such_module_x:Env-v0"], "cannot import 'no_such_module_x'"),
-    (["--model", "m", "--env", "json:Env-v0"], "Unknown env 'Env-v0'"),
-])  # fmt: skip
-def test_config_errors_say_why(flags: list[str], message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
-        grpo.parse_args(flags)
-
-
-def test_yaml_config_then_flags(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    config = tmp_path / "run.yaml"
-    config.write_text("model: some/model\nsteps: 7\nlearning_rate: 0.001\n")
-    args = grpo.parse_args(["--config", str(config), "--steps", "9"])
-    assert (args.model, args.steps, args.learning_rate) == ("some/model", 9, 0.001)
-    config.write_text("model: m\nstepz: 3\n")
-    with pytest.raises(ConfigError, match="Did you mean 'steps'"):
-        grpo.parse_args(["--config", str(config)])
-
-
-def test_help_comes_from_the_field_docstrings() -> None:
-    import dataclasses
-
-    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(grpo.Args)}
-    assert helps["group_size"] == "Trajectories per task (G)."
-    assert all(helps.values()), [name for name, text in helps.items() if not text]

@@ -3,11 +3,15 @@ used before are one line and exit 2, before the model loads; --overwrite starts 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.trainers.runs import TOY_FLAGS, metrics, refused, train
+from tests.conftest import REPO_ROOT
+from tests.trainers.runs import TOY_FLAGS, TRAINER, metrics, refused, train
 
 OFFLINE = {
     "HF_HUB_OFFLINE": "1"
@@ -19,6 +23,8 @@ NO_MODEL = "nobody/no-such-model"  # looks like a hub id, so it is tried: it wou
     (["--model", NO_MODEL, "--stepz", "3"], "grpo.py: error: Unknown flag '--stepz'. Did you mean '--steps'?"),
     (["--model", "/no/such/model"], "grpo.py: error: --model '/no/such/model': no such directory; give a local"),
     (["--model", NO_MODEL], f"grpo.py: error: --model '{NO_MODEL}' could not be loaded: "),
+    (["--model", NO_MODEL, "--group-size", "1"], "grpo.py: error: --group_size must be >= 2"),  # either spelling
+    (["--model", NO_MODEL, "--max", "3"], "grpo.py: error: Unknown flag '--max'. Did you mean '--max_turns'?"),
 ])  # fmt: skip
 def test_a_wrong_flag_or_model_is_one_line(flags: list[str], said: str, tmp_path: Path) -> None:
     line = refused(*TOY_FLAGS, "--output_dir", str(tmp_path), *flags, env=OFFLINE)
@@ -52,3 +58,11 @@ def test_overwrite_starts_a_used_run_name_afresh(tiny_bpe_model: Path, tmp_path:
     assert sorted(path.name for path in (earlier / "checkpoints").iterdir()) == ["step_1"]
     assert "not a trajectory" not in (earlier / "trajectories" / "step_00000.jsonl").read_text()
     assert (earlier / "notes.txt").read_text() == "mine"  # what the run did not write stays
+
+
+def test_help_as_a_user_runs_it() -> None:
+    done = subprocess.run([sys.executable, str(TRAINER), "--help"], cwd=REPO_ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("usage: grpo.py [--config FILE]")
+    assert "GRPO:" in done.stdout and "--loss {dapo,grpo,dr_grpo,gspo,cispo}" in done.stdout

@@ -1,0 +1,110 @@
+"""The trainer's configuration (trainers/grpo_config.py): its command line as --help shows it, every flag in
+both spellings, a YAML file under the flags, and the checks that refuse a setting in one line."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from grpo_config import Args, build_parser, parse_args
+
+from gym_swe.errors import ConfigError
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    ([], "--model is required"),
+    (["--model", "m", "--group_size", "1"], "no baseline"),
+    (["--model", "m", "--generator", "vllm-server"], "needs --base_url"),
+    (["--model", "m", "--base_url", "http://x"], "would do nothing"),
+    (["--model", "m", "--lora_r", "8"], "need --lora"),
+    (["--model", "m", "--max_resample_rounds", "5"], "needs --dynamic_sampling"),
+    (["--model", "m", "--async"], "hf shares the trainer's model"),
+    (["--model", "m", "--loss", "ppo"], "Unknown loss 'ppo'"),
+    (["--model", "m", "--generator", "vllm", "--generation_batch_size", "4"], "for --generator hf"),
+    (["--model", "m", "--eval_holdout", "0"], "--eval_every needs tasks"),
+    (["--model", "m", "--eval_every", "0", "--eval_holdout", "2"], "nothing is evaluated"),
+    (["--model", "m", "--stepz", "3"], "Unknown flag '--stepz'. Did you mean '--steps'?"),
+    (["--model", "m", "--max-turnz=3"], "Did you mean '--max_turns'?"),
+    (["--model", "m", "3"], "unexpected argument '3'"),
+    (["--model", "/no/such/model"], "--model '/no/such/model': no such directory"),
+    (["--model", "runs/x/model"], "no such directory"),
+    (["--model", "m", "--tokenizer", "./no-such-tokenizer"], "--tokenizer './no-such-tokenizer': no such"),
+    (["--model", "m", "--resume", "runs/x", "--overwrite"], "--resume .* or --overwrite .*, not both"),
+    (["--model", "m", "--env", "CodeDebg-v0"], "Unknown env 'CodeDebg-v0'. Did you mean 'CodeDebug-v0'?"),
+    (["--model", "m", "--env", "no_such_module_x:Env-v0"], "cannot import 'no_such_module_x'"),
+    (["--model", "m", "--env", "json:Env-v0"], "Unknown env 'Env-v0'"),
+    (["--model", "m", "--max", "3"], "Unknown flag '--max'. Did you mean '--max_turns'?"),  # no prefixes
+    (["--model", "m", "--asyn"], "Unknown flag '--asyn'. Did you mean '--async'?"),
+    (["--model", "m", "--steps", "x"], "argument --steps: invalid int value: 'x'"),
+    (["--model", "m", "--steps"], "argument --steps: expected one argument"),
+    (["--model", "m", "--mixed_precision", "bf17"], "Unknown mixed_precision 'bf17'. Did you mean 'bf16'?"),
+    (["--model", "m", "--generator", "vllm", "--async", "--max_staleness", "2"], "only 1"),
+])  # fmt: skip
+def test_config_errors_say_why(flags: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_args(flags)
+
+
+def test_yaml_config_then_flags(tmp_path: Path) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text("model: some/model\nsteps: 7\nlearning_rate: 0.001\n")
+    args = parse_args(["--config", str(config), "--steps", "9"])
+    assert (args.model, args.steps, args.learning_rate) == ("some/model", 9, 0.001)
+    config.write_text("model: m\nstepz: 3\n")
+    with pytest.raises(ConfigError, match="Did you mean 'steps'"):
+        parse_args(["--config", str(config)])
+    with pytest.raises(ConfigError, match=r"--config .*nothing\.yaml: No such file"):
+        parse_args(["--config", str(tmp_path / "nothing.yaml")])
+
+
+def test_help_comes_from_the_field_metadata() -> None:
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(Args)}
+    assert helps["group_size"] == "Trajectories per task (G)."
+    assert all(helps.values()), [name for name, text in helps.items() if not text]
+
+
+def test_help_has_the_sections_the_choices_and_config_and_no_empty_default() -> None:
+    text = build_parser().format_help()
+    sections = ["the env:", "the model:", "generation:", "GRPO:", "optimisation:", "output:"]
+    assert [text.index(title) for title in sections] == sorted(text.index(title) for title in sections)
+    assert "--config FILE" in text
+    assert "--loss {dapo,grpo,dr_grpo,gspo,cispo}" in text and "--generator {hf,vllm,vllm-server}" in text
+    assert "(default: )" not in text and "(default: False)" not in text
+    assert "(default: 4)" in text  # --max_turns
+    # one spelling documented: the underscore one; --async as the README writes it
+    assert "--max_turns" in text and "--max-turns" not in text
+    assert "--async " in text and "--async_mode" not in text
+
+
+def flag_value(item: dataclasses.Field) -> tuple[str, object]:
+    """A value for the field on the command line, and what it parses to (not the default)."""
+    kind = type(item.default)
+    if kind is bool:
+        return "true", True
+    if item.metadata["choices"]:
+        choice = next(c for c in item.metadata["choices"] if c and c != item.default)
+        return choice, choice
+    return {int: ("7", 7), float: ("0.5", 0.5), str: ("x", "x")}[kind]
+
+
+@pytest.mark.parametrize("item", [f for f in dataclasses.fields(Args) if "_" in f.name], ids=lambda f: f.name)
+def test_every_multi_word_flag_takes_both_spellings(item: dataclasses.Field) -> None:
+    text, value = flag_value(item)
+    spellings = {f"--{item.name}", "--" + item.name.replace("_", "-")}
+    for flag in spellings:
+        assert getattr(build_parser().parse_args([flag, text]), item.name) == value, flag
+
+
+def test_async_is_the_flag_and_async_mode_its_alias() -> None:
+    for flag in ("--async", "--async_mode", "--async-mode"):
+        args = parse_args(["--model", "m", "--generator", "vllm", flag])
+        assert args.async_mode is True, flag
+    assert parse_args(["--model", "m", "--generator", "vllm", "--async", "false"]).async_mode is False
+
+
+def test_yaml_keys_take_the_flag_spellings_too(tmp_path: Path) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text("model: m\nmax-turns: 3\ngenerator: vllm\nasync: true\n")
+    args = parse_args(["--config", str(config), "--max-turns", "5"])
+    assert (args.max_turns, args.async_mode) == (5, True)

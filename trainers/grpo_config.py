@@ -1,0 +1,392 @@
+"""The trainer's configuration: every knob of ``trainers/grpo.py`` with its help text, the command line built
+from them, and the checks that refuse a setting that cannot work or would do nothing, before anything loads.
+
+Each field of ``Args`` carries its help, its choices and (on the first field of a section) its section in
+the field's metadata; ``build_parser`` turns them into argparse arguments, one argument group per section.
+Plain argparse rather than transformers' HfArgumentParser: that one makes a group per dataclass only, prints
+empty defaults as ``(default: )``, takes only the underscore spelling and lets a prefix stand for a flag.
+
+Flags are documented with underscores, the fields' own names, which are also the keys of a ``--config``
+YAML file; the dashed spelling (``--max-turns``) is accepted too and left out of ``--help``. No prefix
+stands for a flag (``--max`` is an unknown flag, not ``--max_turns``), and an unknown one names the nearest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+
+import gym_swe  # noqa: F401  (registers the envs)
+from gym_swe.errors import ConfigError, unknown_name
+from gym_swe.rollout.generators.model_names import check_model_name
+
+LOSSES = ("dapo", "grpo", "dr_grpo", "gspo", "cispo")
+SCALES = ("group", "batch", "none")
+GENERATORS = ("hf", "vllm", "vllm-server")
+
+
+def option(default: Any, help: str, *, choices: Sequence[str] = (), flag: str = "", section: str = "") -> Any:
+    """A field of ``Args``: its default and ``--help`` text, the values it accepts (validate checks them),
+    its documented flag where that is not ``--<name>``, and, on a section's first field, the section."""
+    metadata = {"help": " ".join(help.split()), "choices": tuple(choices), "flag": flag, "section": section}
+    return field(default=default, metadata=metadata)
+
+
+@dataclass
+class Args:
+    env: str = option(
+        "CodeDebug-v0",
+        """A registered env id (`gym-swe envs` lists them), or module:EnvId for an env of your own: the module
+        is imported, and registers EnvId.""",
+        section="the env",
+    )
+    tasks: str = option(
+        "bundled", """The env's task source: "bundled", a dataset name, or a .jsonl/.parquet path."""
+    )
+    sandbox: str = option("local", """Where agent code runs: "local" (bubblewrap) or "docker".""")
+    max_turns: int = option(4, "Turns per episode (the env's max_turns and max_episode_steps).")
+    env_kwargs: str = option(
+        "", """More kwargs for the env, as JSON: '{"reward": "fraction", "show_tests": "full"}'."""
+    )
+    ray_address: str = option(
+        "",
+        """Run the envs (each with its sandbox) in Ray actors on the cluster at this address ("auto": the one
+        `ray start` made here); empty: in this process.""",
+    )
+    ray_resources: str = option(
+        "",
+        """With --ray_address: the custom resources each env actor needs, as JSON: '{"docker_slot": 1}'.""",
+    )
+    harness: str = option(
+        "",
+        """mini-swe-agent: each episode is played by that agent, unmodified, through gym_swe's proxy (which
+        records the exact token ids); empty: gym_swe's own tool loop.""",
+        choices=("", "mini-swe-agent"),
+    )
+    eval_holdout: int = option(
+        4, "Tasks held out of training and evaluated every --eval_every steps (none with --eval_every 0)."
+    )
+    train_task_ids: str = option(
+        "", "Comma-separated task ids to train on (default: every task not held out)."
+    )
+    eval_task_ids: str = option("", "Comma-separated task ids to evaluate on (instead of --eval_holdout).")
+
+    model: str = option("", "A model directory or Hugging Face id (required).", section="the model")
+    tokenizer: str = option("", "Its tokenizer, when not beside the model.")
+    lora: bool = option(False, "Train LoRA adapters (peft) instead of every weight.")
+    lora_r: int = option(16, "LoRA rank.")
+    lora_alpha: int = option(32, "LoRA scaling.")
+
+    generator: str = option(
+        "hf",
+        "hf (shares the trainer's model), vllm (in-process) or vllm-server (an OpenAI-compatible vLLM).",
+        choices=GENERATORS,
+        section="generation",
+    )
+    base_url: str = option("", "vllm-server: the server's address, e.g. http://127.0.0.1:8000.")
+    weights_dir: str = option(
+        "", "vllm-server: a directory the server can read, where weights go after each update."
+    )
+    generation_batch_size: int = option(
+        16, "hf: prompts per generate call (1: no padding at all, generation exactly repeatable)."
+    )
+    vllm_sleep: bool = option(
+        False, "vllm: release the engine's GPU memory during each update (vLLM's sleep mode; CUDA only)."
+    )
+    max_new_tokens: int = option(256, "Tokens the model may sample per turn.")
+    max_model_len: int = option(
+        4096, "A trajectory's most tokens (prompt, turns and bridges); a longer one ends truncated."
+    )
+    temperature: float = option(1.0, "Sampling temperature (the trainer's log-probabilities use it too).")
+    top_p: float = option(1.0, "Nucleus sampling.")
+    seed: int = option(
+        0,
+        """Seeds initialisation, task order and (for hf and vllm) one sampling seed per (step, task, sample,
+        turn): a run repeats, its samples still differ.""",
+    )
+
+    steps: int = option(20, "Optimisation steps (each collects a batch).", section="GRPO")
+    tasks_per_step: int = option(4, "Groups per step (divided among processes).")
+    group_size: int = option(4, "Trajectories per task (G).")
+    advantage_scale: str = option(
+        "group",
+        """Divide the advantages by the group's std ("group"), the batch's ("batch"), or not ("none").""",
+        choices=SCALES,
+    )
+    leave_one_out: bool = option(False, "Baseline: the mean of the other trajectories of the group.")
+    dynamic_sampling: bool = option(
+        False, "Collect more groups until the batch holds --tasks_per_step groups whose rewards differ."
+    )
+    max_resample_rounds: int = option(3, "--dynamic_sampling: rounds of extra collection at most.")
+    mask_truncated: bool = option(
+        False, "Leave trajectories cut by --max_model_len out of the loss and the baselines."
+    )
+    loss: str = option(
+        "dapo", "The policy loss (formulas: the docstring of trainers/grpo.py).", choices=LOSSES
+    )
+    eps_low: float = option(0.2, "Lower clip: rho >= 1 - eps_low.")
+    eps_high: float = option(0.28, "Upper clip: rho <= 1 + eps_high.")
+    beta: float = option(0.0, "KL penalty to the initial model (0: no reference model is loaded).")
+    tis_cap: float = option(
+        2.0, "Truncated importance sampling: the most a token's trainer/generator ratio may weigh (0: off)."
+    )
+    geo_mask_threshold: float = option(
+        0.0, "Leave out sequences whose geometric-mean trainer/generator ratio is beyond [1/x, x] (0: off)."
+    )
+    recompute_old_logps: bool = option(
+        False,
+        "Compute the old log-probabilities in a forward pass before the update (for backends without them).",
+    )
+
+    learning_rate: float = option(1e-6, "AdamW's learning rate.", section="optimisation")
+    weight_decay: float = option(0.0, "AdamW's weight decay.")
+    adam_epsilon: float = option(1e-8, "AdamW's epsilon.")
+    warmup_steps: int = option(0, "Steps of linear warmup.")
+    lr_schedule: str = option(
+        "constant", "The learning rate after the warmup.", choices=("constant", "cosine")
+    )
+    max_grad_norm: float = option(1.0, "Gradient clipping (0: off).")
+    updates_per_batch: int = option(1, "Optimizer steps on each collected batch.")
+    max_tokens_per_microbatch: int = option(
+        8192, "Micro-batches are packed up to this many (padded) tokens; their gradients accumulate."
+    )
+    mixed_precision: str = option("no", "accelerate's mixed precision.", choices=("no", "bf16", "fp16"))
+    async_mode: bool = option(
+        False,
+        "One step off: collect step t+1 while step t trains (not with hf, whose model is the trainer's).",
+        flag="--async",
+    )
+    max_staleness: int = option(
+        1,
+        """--async: how many updates old a batch's weights may be. Only 1: one collection runs beside each
+        update, on the step's one set of envs, and the generator takes the new weights between collections;
+        more would need a set of envs and a weight version per collection in flight.""",
+    )
+
+    output_dir: str = option("runs", "Where the run directory goes.", section="output")
+    run_name: str = option("", "The run directory's name (default: the env and a timestamp).")
+    save_every: int = option(0, "Checkpoint every N steps (0: only at the end).")
+    eval_every: int = option(5, "Evaluate on the held-out tasks every N steps, step 0 included (0: never).")
+    log_with: str = option(
+        "tensorboard",
+        "accelerate's tracker (metrics.jsonl is always written).",
+        choices=("tensorboard", "wandb", "trackio", "none"),
+    )
+    resume: str = option(
+        "", "A run directory (or one of its checkpoints) to continue exactly where it stopped."
+    )
+    overwrite: bool = option(
+        False,
+        """Start afresh in a run directory that holds an earlier run (a --run_name used before): that run's
+        metrics, trajectories, checkpoints, model, curve and logs are deleted first; other files stay. Without
+        it (or --resume) such a run is refused, so that two runs never mix.""",
+    )
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose errors (a flag without its value, a number that is not one) are ConfigErrors: one
+    line and exit 2 from grpo.py, like every other refusal."""
+
+    def error(self, message: str) -> Any:  # argparse's NoReturn, which it never relies on
+        raise ConfigError(message)
+
+
+def flag_of(item: dataclasses.Field) -> str:
+    return item.metadata["flag"] or f"--{item.name}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``Args``: its sections as argument groups, each field's documented flag with its
+    help, choices and default, and the field's other spellings (dashed, the field's own name) as hidden
+    aliases of it."""
+    parser = _Parser(
+        prog="grpo.py",
+        usage="%(prog)s [--config FILE] [--flag VALUE ...]",
+        description="Multi-turn GRPO on gym_swe envs, token-exact, on accelerate. The formulas are in the "
+        "docstring of trainers/grpo.py.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--config", metavar="FILE", help="A YAML file of flags (its keys: the names below, "
+                        "without --); flags given here win over it.")  # fmt: skip
+    group: Any = parser
+    for item in dataclasses.fields(Args):
+        if item.metadata["section"]:
+            group = parser.add_argument_group(item.metadata["section"])
+        flag, kind = flag_of(item), type(item.default)
+        typed: dict[str, Any] = {"type": kind, "metavar": {int: "N", float: "X"}.get(kind)}
+        if kind is bool:  # --lora alone turns it on; --lora false (or a YAML false) turns it off
+            typed = {"type": _boolean, "nargs": "?", "const": True, "metavar": "true|false"}
+        elif item.metadata["choices"]:
+            shown = [choice for choice in item.metadata["choices"] if choice]
+            typed["metavar"] = "{" + ",".join(shown) + "}"
+        text = item.metadata["help"]
+        if item.default != "" and item.default is not False:
+            text += f" (default: {item.default})"
+        group.add_argument(flag, dest=item.name, default=item.default, help=text.replace("%", "%%"), **typed)
+        others = sorted({spelling for name in (flag[2:], item.name) for spelling in spellings(name)} - {flag})
+        if others:
+            group.add_argument(
+                *others, dest=item.name, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **typed
+            )
+    return parser
+
+
+def spellings(name: str) -> list[str]:
+    """``max_turns`` -> ``--max_turns`` and ``--max-turns``."""
+    return sorted({f"--{name}", f"--{name.replace('_', '-')}"})
+
+
+def _boolean(value: str) -> bool:
+    if value.lower() in ("true", "yes", "y", "1"):
+        return True
+    if value.lower() in ("false", "no", "n", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"{value!r} is not true or false")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Args:
+    """``--config run.yaml`` (its keys are the flags' names) then flags, which win; checked by validate."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    config_only = _Parser(add_help=False, allow_abbrev=False)
+    config_only.add_argument("--config")
+    config_path = config_only.parse_known_args(argv)[0].config
+    if config_path:
+        parser.set_defaults(**read_config(Path(config_path)))
+    namespace, unused = parser.parse_known_args(argv)
+    if unused:  # one line naming the nearest flag
+        flag = next((word for word in unused if word.startswith("-")), unused[0])
+        if not flag.startswith("-"):
+            raise ConfigError(f"unexpected argument {flag!r}: every value follows its --flag")
+        known = ["--config", *(flag_of(item) for item in dataclasses.fields(Args))]
+        raise ConfigError(unknown_name("flag", flag.partition("=")[0], known) + " See --help.")
+    del namespace.config
+    args = Args(**vars(namespace))
+    validate(args)
+    return args
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """A ``--config`` file's values by field name; a key may be spelt as its flag is (``max-turns``)."""
+    import yaml
+
+    names = {}
+    for item in dataclasses.fields(Args):
+        for name in (item.name, flag_of(item)[2:]):
+            names.update({spelling[2:]: item.name for spelling in spellings(name)})
+    try:
+        config = yaml.safe_load(path.read_text()) or {}
+    except OSError as error:
+        raise ConfigError(f"--config {path}: {error.strerror}") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"--config {path}: not a mapping of flag names to values")
+    for key in config:
+        if key not in names:
+            raise ConfigError(
+                unknown_name("config key", key, [item.name for item in dataclasses.fields(Args)])
+            )
+    return {names[key]: value for key, value in config.items()}
+
+
+def validate(args: Args) -> None:
+    """Refuse what cannot work, and knobs that would do nothing in the chosen setting, saying why."""
+    default = Args()
+
+    def changed(name: str) -> bool:
+        return getattr(args, name) != getattr(default, name)
+
+    server = args.generator == "vllm-server"
+    for item in dataclasses.fields(Args):
+        allowed = item.metadata["choices"]
+        if allowed and getattr(args, item.name) not in allowed:
+            raise ConfigError(unknown_name(item.name, getattr(args, item.name), allowed))
+    problems = [
+        (not args.model, "--model is required: a model directory or a Hugging Face id"),
+        (args.group_size < 2, f"--group_size must be >= 2: a group of {args.group_size} has no baseline"),
+        (
+            min(args.steps, args.tasks_per_step, args.updates_per_batch) < 1,
+            "--steps, --tasks_per_step and --updates_per_batch must be >= 1",
+        ),
+        (server and not args.base_url, "--generator vllm-server needs --base_url (the server's address)"),
+        (
+            not server and (changed("base_url") or changed("weights_dir")),
+            "--base_url and --weights_dir are for --generator vllm-server; they would do nothing here",
+        ),
+        (
+            args.generator != "hf" and changed("generation_batch_size"),
+            "--generation_batch_size is for --generator hf; vLLM batches by itself",
+        ),
+        (not args.lora and (changed("lora_r") or changed("lora_alpha")), "--lora_r/--lora_alpha need --lora"),
+        (not args.ray_address and changed("ray_resources"), "--ray_resources needs --ray_address"),
+        (
+            bool(args.harness and args.ray_address),
+            "--harness runs its agents beside the proxy on this host: it does not take --ray_address",
+        ),
+        (
+            not args.dynamic_sampling and changed("max_resample_rounds"),
+            "--max_resample_rounds needs --dynamic_sampling",
+        ),
+        (not args.async_mode and changed("max_staleness"), "--max_staleness needs --async"),
+        (args.vllm_sleep and args.generator != "vllm", "--vllm_sleep is for --generator vllm (in-process)"),
+        (
+            args.async_mode and args.generator == "hf",
+            "--async needs a generator with weights of its own (vllm, "
+            "vllm-server): hf shares the trainer's model, which would change under the episodes it collects",
+        ),
+        (args.max_staleness != 1, "--max_staleness: only 1 (one step off) is supported"),
+        (not (0 <= args.eps_low < 1 and args.eps_high >= 0), "--eps_low must be in [0, 1), --eps_high >= 0"),
+        (0 < args.tis_cap < 1, "--tis_cap must be 0 (off) or >= 1"),
+        (0 < args.geo_mask_threshold <= 1, "--geo_mask_threshold must be 0 (off) or > 1"),
+        (
+            args.eval_every > 0 and args.eval_holdout == 0 and not args.eval_task_ids,
+            "--eval_every needs tasks to evaluate: --eval_holdout N or --eval_task_ids",
+        ),
+        (
+            bool(args.eval_task_ids) and changed("eval_holdout"),
+            "give --eval_task_ids or --eval_holdout, not both",
+        ),
+        (
+            args.eval_every == 0 and (changed("eval_holdout") or bool(args.eval_task_ids)),
+            "--eval_holdout and --eval_task_ids need --eval_every N: without it nothing is evaluated",
+        ),
+        (
+            args.warmup_steps >= args.steps > 0 and args.warmup_steps > 0,
+            "--warmup_steps must be below --steps",
+        ),
+    ]
+    for bad, why in problems:
+        if bad:
+            raise ConfigError(why)
+    if args.resume and args.overwrite:
+        raise ConfigError("give --resume (continue a run) or --overwrite (start it afresh), not both")
+    check_env(args.env)
+    check_model_name("--model", args.model)  # a missing directory, before anything loads
+    check_model_name("--tokenizer", args.tokenizer)
+    if args.vllm_sleep:
+        from gym_swe.rollout.generators.vllm_local import sleep_mode_refusal
+
+        if (reason := sleep_mode_refusal()) is not None:
+            raise ConfigError(f"--vllm_sleep cannot work here: {reason}")
+
+
+def check_env(env_id: str) -> None:
+    """--env must be a registered id (``module:EnvId``: a module that registers it, imported here), found
+    before the model loads and before the run directory is made."""
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ConfigError(f"--env {env_id!r}: cannot import {module!r}: {error}") from None
+    if name not in gymnasium.registry:
+        ours = [env for env in gymnasium.registry if env in ("CodeDebug-v0", "SWEGym-v0")]
+        message = unknown_name("env", name, ours if not module else gymnasium.registry)
+        raise ConfigError(f"--env: {message} Your own env: module:EnvId, the module registering EnvId.")

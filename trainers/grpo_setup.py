@@ -1,0 +1,238 @@
+"""What ``trainers/grpo.py`` sets up around the algorithm: the policy, the envs (in this process or in Ray
+actors) and the tasks they play, the generator and its weight sync, the collector that plays the episodes
+(gym_swe's own or a harness's) and the held-out evaluation, and closing all of it however the run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import random
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+import gymnasium
+import torch
+
+from gym_swe.errors import ConfigError, unknown_name
+from gym_swe.rollout.collector import collect, derive_seed
+from gym_swe.rollout.generators import Generator, SamplingParams, make_generator
+from gym_swe.rollout.generators.model_names import loading
+from gym_swe.rollout.stopping import Stop
+
+if TYPE_CHECKING:
+    from grpo_config import Args
+
+
+def load_policy(args: Args) -> tuple[Any, Any]:
+    """The model to train (with --lora: its adapters) and its tokenizer; a name that does not load fails
+    in one line."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    with loading("--tokenizer" if args.tokenizer else "--model", args.tokenizer or args.model):
+        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer or args.model)
+    with loading("--model", args.model):  # not on disk nor on the hub (or the hub out of reach): exit 2
+        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    if args.lora:
+        try:
+            from peft import LoraConfig, get_peft_model
+        except ImportError:
+            raise ConfigError('--lora needs peft: pip install "gym-swe[train]"') from None
+        config = LoraConfig(
+            r=args.lora_r, lora_alpha=args.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
+        )
+        model = get_peft_model(model, config)
+    return model, tokenizer
+
+
+def load_reference(args: Args, device: Any) -> Any:
+    """The initial model, frozen, for the KL penalty (never with LoRA adapters of its own)."""
+    model = load_policy(dataclasses.replace(args, lora=False))[0]
+    return model.eval().requires_grad_(False).to(device)
+
+
+def make_optimizer(args: Args, model: Any) -> tuple[Any, Any]:
+    """AdamW over the trainable weights, and the learning-rate schedule (counted in optimizer steps)."""
+    from transformers import get_scheduler
+
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad],
+        lr=args.learning_rate,
+        weight_decay=args.weight_decay,
+        eps=args.adam_epsilon,
+    )
+    scheduler = get_scheduler(
+        args.lr_schedule,
+        optimizer,
+        num_warmup_steps=args.warmup_steps * args.updates_per_batch,
+        num_training_steps=args.steps * args.updates_per_batch,
+    )
+    return optimizer, scheduler
+
+
+def make_env(args: Args) -> Any:
+    try:
+        extra = json.loads(args.env_kwargs) if args.env_kwargs else {}
+    except ValueError as error:
+        raise ConfigError(f"--env_kwargs is not JSON: {error}") from None
+    try:
+        return gymnasium.make(args.env, tasks=args.tasks, sandbox=args.sandbox, max_turns=args.max_turns,
+                              max_episode_steps=args.max_turns, **extra)  # fmt: skip
+    except gymnasium.error.Error as error:
+        raise ConfigError(f"--env {args.env!r}: {error}") from None
+
+
+def make_ray_pool(args: Args, num_envs: int) -> Any:
+    """``num_envs`` envs in Ray actors on the cluster at --ray_address; the collector takes it as a list."""
+    from gym_swe.integrations.ray import RayEnvPool, connect
+
+    try:
+        resources = json.loads(args.ray_resources) if args.ray_resources else None
+    except ValueError as error:
+        raise ConfigError(f"--ray_resources is not JSON: {error}") from None
+    connect(args.ray_address)
+    extra = json.loads(args.env_kwargs) if args.env_kwargs else {}  # make_env has checked it
+    make_kwargs = dict(tasks=args.tasks, sandbox=args.sandbox, max_turns=args.max_turns,
+                       max_episode_steps=args.max_turns, **extra)  # fmt: skip
+    pool = RayEnvPool(args.env, make_kwargs, num_envs=num_envs, resources=resources)
+    print(f"envs: {len(pool)} in {len(pool.actors)} Ray actors at {args.ray_address} (run {pool.run_id})")
+    return pool
+
+
+def task_ids(args: Args) -> tuple[list[str], list[str]]:
+    """(train, eval) task ids of the env (read from one env made for it and closed)."""
+    probe = make_env(args)
+    ids = split_tasks(args, [task.task_id for task in probe.unwrapped.tasks])
+    probe.close()
+    return ids
+
+
+def split_tasks(args: Args, task_ids: list[str]) -> tuple[list[str], list[str]]:
+    """(train, eval) task ids: explicit lists, or the last ``eval_holdout`` of a seeded shuffle held out."""
+    known = set(task_ids)
+    for given in (args.train_task_ids, args.eval_task_ids):
+        for task_id in filter(None, given.split(",")):
+            if task_id not in known:
+                raise ConfigError(unknown_name("task id", task_id, task_ids))
+    shuffled = sorted(task_ids)
+    random.Random(args.seed).shuffle(shuffled)
+    if args.eval_task_ids:
+        held = [t for t in args.eval_task_ids.split(",") if t]
+    else:
+        evaluating = args.eval_holdout and args.eval_every
+        held = shuffled[len(shuffled) - args.eval_holdout :] if evaluating else []
+    train = [t for t in args.train_task_ids.split(",") if t] or [t for t in shuffled if t not in held]
+    if not train:
+        raise ConfigError(f"no task left to train on ({len(task_ids)} tasks, {len(held)} held out for eval)")
+    return train, held
+
+
+def make_envs(args: Args, accelerator: Any, eval_ids: list[str]) -> tuple[Any, Any]:
+    """This process's envs: one per episode of its share of a step, and one per eval task it plays."""
+    episodes = args.tasks_per_step // accelerator.num_processes * args.group_size
+    local_evals = len(eval_ids[accelerator.process_index :: accelerator.num_processes])
+    if args.ray_address:  # eval has envs of its own there too: with --async, collection overlaps it
+        return tuple(make_ray_pool(args, size) if size else [] for size in (episodes, local_evals))
+    return [make_env(args) for _ in range(episodes)], [make_env(args) for _ in range(local_evals)]
+
+
+def close_envs(args: Args, envs: Any, eval_envs: Any) -> None:
+    """Close the envs and their sandboxes (with Ray: the pools, their actors too)."""
+    for env in [*envs, *eval_envs]:
+        env.close()
+    for ray_pool in (envs, eval_envs) if args.ray_address else ():
+        if ray_pool:  # not an empty list (no eval tasks)
+            ray_pool.close()  # its envs, their sandboxes and its actors
+
+
+def shut_down(args: Args, pending: Future | None, envs: Any, eval_envs: Any, generator: Any) -> None:
+    """After an error or a stop (its Stop set): the collection in the background ended, then the envs and
+    the generator closed, each one's failure hushed: the error that ended the run is the one to report."""
+    if pending is not None:
+        with contextlib.suppress(BaseException):
+            pending.result()
+    with contextlib.suppress(Exception):
+        close_envs(args, envs, eval_envs)
+    if generator is not None:
+        with contextlib.suppress(Exception):
+            generator.close()
+
+
+def play_episodes(args: Args) -> Any:
+    """gym_swe's collector, or with --harness that harness's, which has the same surface."""
+    if not args.harness:
+        return collect
+    from gym_swe.integrations.mini_swe_agent import collect_with_harness
+
+    return collect_with_harness
+
+
+def sampling(args: Args) -> SamplingParams:
+    return SamplingParams(max_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p)
+
+
+def sampling_seed(args: Args, *key: Any) -> int | None:
+    """A run seed for `collect` (one seed per task, sample and turn follows), or None where the backend takes
+    no seeds safely (a vLLM server may chunk prefills, which its CPU build cannot do with seeds)."""
+    if args.generator == "vllm-server" or args.harness:  # a harness's proxy sends no per-request seeds
+        return None
+    return derive_seed(args.seed, *key)
+
+
+def evaluate(
+    args: Args, envs: list, generator: Any, eval_ids: list[str], accelerator: Any, step: int, stop: Stop
+) -> float:
+    """pass@1 on the held-out tasks (each process plays its share), one sample each."""
+    mine = eval_ids[accelerator.process_index :: accelerator.num_processes]
+    trajectories = []
+    if mine:
+        trajectories = play_episodes(args)(
+            envs, generator, mine, samples_per_task=1, sampling=sampling(args),
+            max_model_len=args.max_model_len, seed=sampling_seed(args, "eval", step), stop=stop,
+        )  # fmt: skip
+    counts = torch.tensor(
+        [float(sum(t.resolved for t in trajectories)), float(len(trajectories))], device=accelerator.device
+    )
+    resolved, total = accelerator.reduce(counts, reduction="sum").tolist()
+    return resolved / max(total, 1.0)
+
+
+def make_generator_for(args: Args, model: Any, tokenizer: Any) -> Generator:
+    """The generator --generator names: hf generates with the trainer's own model (nothing to sync), vllm
+    loads --model in this process, a vllm-server must answer at --base_url before the run starts."""
+    return make_generator(
+        args.generator,
+        model=args.model,
+        trainer_model=model,
+        tokenizer=tokenizer,
+        base_url=args.base_url,
+        weights_dir=args.weights_dir,
+        max_model_len=args.max_model_len,
+        sleep_mode=args.vllm_sleep,
+        seed=args.seed,
+        eager=not torch.cuda.is_available(),  # CPU: no CUDA graphs to capture, no compile wait
+        batch_size=args.generation_batch_size,
+        flags=lambda option: "--" + option,
+    )
+
+
+def sync_generator(args: Args, accelerator: Any, generator: Any, model: Any) -> None:
+    """After an update the generator serves the new weights (hf shares them already)."""
+    if args.generator == "hf":
+        return
+    accelerator.wait_for_everyone()
+    if args.vllm_sleep:
+        generator.resume()  # weights back on the GPU before they are replaced
+    if args.generator == "vllm" or accelerator.is_main_process:  # a server is synced once, by one process
+        generator.sync_weights(_merged(accelerator.unwrap_model(model)))
+    accelerator.wait_for_everyone()
+
+
+def _merged(model: Any) -> Any:
+    """The model as plain weights (LoRA merged into a copy) for a generator that loads full weights."""
+    if hasattr(model, "merge_and_unload"):
+        import copy
+
+        return copy.deepcopy(model).merge_and_unload()
+    return model
