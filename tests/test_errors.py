@@ -22,9 +22,7 @@ CODE_DIRS = ("gym_swe", "trainers", "bench", "examples")
 TEXT = ("README.md", "docs", *CODE_DIRS)
 
 HINTS_LEFT_TO_OTHERS = {
-    ("gym_swe/rollout/generators/vllm_local.py", 'vLLM is not installed (pip install "gym-swe[vllm]")'),
     ("gym_swe/integrations/ray.py", 'The Ray env pool needs Ray: pip install "gym-swe[ray]"'),
-    ("trainers/grpo.py", '--lora needs peft: pip install "gym-swe[train]"'),
 }
 """Hand-written hints in modules that other pieces of issue 22 rework: each goes when its module calls
 `missing_dependency` (``feature=`` keeps what the message says needs the package). A new one fails."""

@@ -50,7 +50,7 @@ from typing import Any
 
 import torch
 
-from gym_swe.errors import ConfigError, GymSweError, unknown_name
+from gym_swe.errors import ConfigError, GymSweError, MissingDependencyError, unknown_name
 from gym_swe.rollout.collector import derive_seed
 from gym_swe.rollout.stopping import Stop, interrupt_of, signals_interrupt
 from gym_swe.rollout.trajectory import Trajectory
@@ -491,7 +491,7 @@ if __name__ == "__main__":
             main(parse_args())
         except KeyboardInterrupt as error:  # main has closed everything and said so
             sys.exit(interrupt_of(error).exit_code)
-        except ConfigError as error:
+        except (ConfigError, MissingDependencyError) as error:  # before anything ran: exit 2
             print(f"grpo.py: error: {error}", file=sys.stderr)
             sys.exit(2)
         except GymSweError as error:  # a generator or sandbox that broke down mid-run: what broke, one line

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import gymnasium
 import torch
 
-from gym_swe.errors import ConfigError, unknown_name
+from gym_swe.errors import ConfigError, missing_dependency, unknown_name
 from gym_swe.rollout.collector import collect, derive_seed
 from gym_swe.rollout.generators import Generator, SamplingParams, make_generator
 from gym_swe.rollout.generators.model_names import loading
@@ -38,7 +38,7 @@ def load_policy(args: Args) -> tuple[Any, Any]:
         try:
             from peft import LoraConfig, get_peft_model
         except ImportError:
-            raise ConfigError('--lora needs peft: pip install "gym-swe[train]"') from None
+            raise missing_dependency("peft", "train", feature="--lora") from None
         config = LoraConfig(
             r=args.lora_r, lora_alpha=args.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM"
         )

@@ -351,7 +351,7 @@ def sleep_mode_refusal() -> str | None:
     try:
         from vllm.platforms import current_platform
     except ImportError:
-        return 'vLLM is not installed (pip install "gym-swe[vllm]")'
+        return str(missing_dependency("vllm", "vllm", feature="vLLM's sleep mode"))
     if not current_platform.is_sleep_mode_available():
         return f"vLLM has sleep mode on CUDA, ROCm and XPU only, not on {current_platform.device_type}"
     return None
