@@ -125,6 +125,10 @@ def say_env_class() -> type:
         def truncate(self, reason: str) -> dict[str, Any]:
             return {**self._end(reason, 0.0), "messages": list(self.messages)}
 
+        @property
+        def done(self) -> bool:
+            return self._done
+
         def _end(self, reason: str, reward: float) -> dict[str, Any]:
             self._done = True
             resolved = reward > 0.5

@@ -8,6 +8,9 @@ about a third vowels; a model that learned writes many more. Episodes are multi-
 Make it with ``gymnasium.make("toy_env:ToySay-v0")`` with examples/ on the path (the module registers the
 id), or train on it: ``PYTHONPATH=examples python trainers/grpo.py --env toy_env:ToySay-v0 --model PATH``.
 `make demo` ends with such a run (examples/train_demo.py); the trainer's tests use it too.
+
+It is also the shape of a user's own env: besides Gymnasium's API, the collector plays it through
+``truncate``, ``messages`` and ``done`` (the contract is `gym_swe.rollout.episode_env.EpisodeEnv`).
 """
 
 from __future__ import annotations
@@ -79,6 +82,10 @@ class ToySayEnv(gymnasium.Env[str, str]):
         info = self._end(reason)
         info["messages"] = list(self.messages)
         return info
+
+    @property
+    def done(self) -> bool:
+        return self._done
 
     def _end(self, reason: str) -> dict[str, Any]:
         self._done = True

@@ -11,6 +11,11 @@ own memory limit) is the agent's failure, not an infrastructure error: the episo
 scored 0 with the reason (``end_reason="out_of_memory"``, ``info["grade"]["rejection"]``) and no
 ``info["error"]``, so a trainer cannot leave it out of the loss as it leaves out the sandbox's own failures.
 
+Besides Gymnasium's API, an env has what a rollout needs to play it (the members that
+`gym_swe.rollout.episode_env.EpisodeEnv` writes down): `ToolEnv.truncate` ends an episode from outside,
+``messages`` is the chat so far, `ToolEnv.done` says whether an episode is running. Code outside this package
+uses these, never the env's private state.
+
 Subclasses say what a task is and how it is set up, prompted and graded (`_load_tasks`, `_sandbox_options`,
 `_prepare`, `_prompt`, `_grade`); everything else lives here.
 """
@@ -154,6 +159,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         self.task: Any = None
         self.sandbox: Sandbox | None = None
         self.messages: list[dict[str, Any]] = []
+        """The chat of the current (or last) episode, OpenAI format; read it, never change it."""
         self.history: list[Turn] = []
         self.grade: Grade | None = None
         self._done = True
@@ -210,6 +216,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
                 stacklevel=2,
             )
         self._close_sandbox()
+        self._done = True  # until this episode has started: a reset that fails leaves none running
         self.task, self.history, self.grade = task, [], None
         self.toolbox.reset()
         self.sandbox = self.new_sandbox(task)
@@ -297,6 +304,13 @@ class ToolEnv(gymnasium.Env[str, Any]):
         self._finish(info, reason, None)
         info["messages"] = list(self.messages)
         return info
+
+    @property
+    def done(self) -> bool:
+        """Whether no episode is running: True before the first reset, after the step or `truncate` that
+        ended an episode, and after a reset that failed; False from a reset until then. (An episode cut by
+        a wrapper's time limit is still running here: its wrapper ended it, not the env.)"""
+        return self._done
 
     def _finish(
         self,

@@ -1,8 +1,9 @@
 """An env pool on a Ray cluster: envs (each with its sandbox) live in Ray actors, the collector drives them.
 
-``RayEnvPool`` is a sequence of env handles. A handle has the env methods the collector uses (``reset``,
-``step``, ``truncate``, ``spec``, ``unwrapped``) and forwards them to a slot of an actor, so that
-``collect(pool, generator, task_ids)`` runs unchanged::
+``RayEnvPool`` is a sequence of env handles. A handle is an episode env
+(`gym_swe.rollout.episode_env.EpisodeEnv`, the contract the collector plays envs through): it forwards
+``reset``, ``step`` and ``truncate`` to a slot of an actor and keeps ``messages`` and ``done`` on this side,
+so that ``collect(pool, generator, task_ids)`` runs unchanged::
 
     import ray
     from gym_swe.integrations.ray import RayEnvPool
@@ -38,6 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from gym_swe.errors import ConfigError, GymSweError, MissingDependencyError
+from gym_swe.rollout.episode_env import EpisodeEnv, as_episode_env
 
 RUN_LABEL = "gym_swe.run"
 ACTOR_LABEL = "gym_swe.ray_actor"
@@ -89,7 +91,9 @@ class EnvActor:
         import gym_swe  # noqa: F401  (registers the envs in this worker)
 
         self.run_id, self.name = run_id, name
+        # As made (their base envs' sandbox settings get each episode's labels), and as the handles play them.
         self.envs = [gymnasium.make(env_id, **dict(make_kwargs)) for _ in range(slots)]
+        self.episodes: list[EpisodeEnv] = [as_episode_env(env) for env in self.envs]
         self.locks = [threading.Lock() for _ in range(slots)]
 
     def where(self) -> dict[str, Any]:
@@ -99,14 +103,13 @@ class EnvActor:
                 "host": socket.gethostname()}  # fmt: skip
 
     def spec(self) -> Any:
-        return self.envs[0].spec
+        return self.episodes[0].spec
 
     def ping(self) -> bool:
         return True
 
     def reset(self, slot: int, seed: int | None, options: dict | None, episode: str) -> tuple[str, dict]:
-        env = self.envs[slot]
-        base = env.unwrapped
+        base = self.envs[slot].unwrapped
         with self.locks[slot]:
             if base.sandbox_backend == "docker":
                 # Labels on every container of this episode (the agent's and the grader's), so that a dead
@@ -114,21 +117,21 @@ class EnvActor:
                 labels = dict(base.sandbox_options.get("labels") or {})
                 labels.update({RUN_LABEL: self.run_id, ACTOR_LABEL: self.name, EPISODE_LABEL: episode})
                 base.sandbox_options["labels"] = labels
-            return env.reset(seed=seed, options=options)
+            return self.episodes[slot].reset(seed=seed, options=options)
 
     def step(self, slot: int, action: Any, known: int) -> tuple[str, float, bool, bool, dict, list]:
         """`env.step`, with ``info["messages"]`` sent as the messages after the ``known`` ones the handle
         has: the chat only grows, and shipping all of it on every step would cost O(turns^2) bytes."""
         with self.locks[slot]:
-            observation, reward, terminated, truncated, info = self.envs[slot].step(action)
+            observation, reward, terminated, truncated, info = self.episodes[slot].step(action)
         return observation, reward, terminated, truncated, *_split_messages(info, known)
 
     def truncate(self, slot: int, reason: str, known: int) -> tuple[dict, list]:
         with self.locks[slot]:
-            return _split_messages(self.envs[slot].unwrapped.truncate(reason), known)
+            return _split_messages(self.episodes[slot].truncate(reason), known)
 
     def close(self) -> None:
-        for env, lock in zip(self.envs, self.locks):
+        for env, lock in zip(self.episodes, self.locks):
             with lock:
                 env.close()
 
@@ -195,8 +198,9 @@ class _Member:
 
 
 class RayEnvHandle:
-    """One env of a `RayEnvPool`, usable wherever the collector takes an env. Its ``unwrapped`` is itself:
-    ``truncate``, ``messages`` and ``_done`` are what the collector reads there."""
+    """One env of a `RayEnvPool`: an episode env (`gym_swe.rollout.episode_env.EpisodeEnv`) whose episodes
+    run in an actor. ``messages`` and `done` are kept here, from what the actor's calls return; an actor that
+    died ends the episode (`done`), which then raises `EnvActorDied` with the reason."""
 
     def __init__(self, pool: RayEnvPool, index: int, slot: int) -> None:
         self._pool, self._index, self._slot = pool, index, slot
@@ -204,15 +208,18 @@ class RayEnvHandle:
         self._deadline: float | None = None
         self._episodes = itertools.count()
         self.messages: list[dict[str, Any]] = []
+        """The chat of the current (or last) episode, as the actor's env has it."""
         self._done = True
 
     @property
     def spec(self) -> Any:
+        """The spec of the pool's envs (made on the workers)."""
         return self._pool.spec
 
     @property
-    def unwrapped(self) -> RayEnvHandle:
-        return self
+    def done(self) -> bool:
+        """Whether no episode is running here: none started yet, it ended, or its actor died."""
+        return self._done
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
         episode = f"{self._pool.run_id}-{self._index}-{next(self._episodes)}"

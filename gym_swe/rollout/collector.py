@@ -8,6 +8,11 @@ others' generation. A trajectory whose next turn would not fit ``max_model_len``
 grades it as at ``max_turns``). A failing env, sandbox or generator makes a failed trajectory with its
 reason; the other episodes go on.
 
+Envs: the collector plays episodes through `gym_swe.rollout.episode_env.EpisodeEnv` and nothing else, so an
+env in this process and one in a Ray actor (`gym_swe.integrations.ray.RayEnvPool`) are played alike. It takes
+what ``gymnasium.make`` returns, wrappers and all, rather than the env at its base: the wrappers are part of
+the episode (a time limit, a progress callback, a user's own), so every step goes through them.
+
 Seeds: without a run seed, no request carries one, so the samples of a task are independent draws. With
 one, each request carries `turn_seed` (run seed, task id, sample index, turn index): distinct for every
 sample and turn, the same in every run, so a seeded run repeats exactly where its generator is deterministic
@@ -33,17 +38,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium
+
 from gym_swe.rollout.chat import ChatFormat
+from gym_swe.rollout.episode_env import EpisodeEnv, as_episode_env
 from gym_swe.rollout.generators.base import Generator, SamplingParams
 from gym_swe.rollout.stopping import Stop, Stopped
 from gym_swe.rollout.trajectory import Trajectory
 
-EnvFactory = Callable[[], Any]
+EnvLike = EpisodeEnv | gymnasium.Env[Any, Any]
+"""What the collector takes as an env: an episode env, or a Gymnasium env (``gymnasium.make``'s wrapper
+chain) whose base env is one (`gym_swe.rollout.episode_env.as_episode_env`)."""
+EnvFactory = Callable[[], EnvLike]
 
 
 @dataclass
 class _Episode:
-    env: Any
+    env: EpisodeEnv
     trajectory: Trajectory
     chat: ChatFormat | None
     messages_seen: int = 0
@@ -51,7 +62,7 @@ class _Episode:
 
 
 def collect(
-    envs: Sequence[Any] | EnvFactory,
+    envs: Sequence[EnvLike] | EnvFactory,
     generator: Generator,
     task_ids: Sequence[str],
     samples_per_task: int = 1,
@@ -66,8 +77,9 @@ def collect(
 ) -> list[Trajectory]:
     """Play ``samples_per_task`` episodes of each task with ``generator`` and return their trajectories.
 
-    ``envs`` is a list of envs (``gymnasium.make`` results; as many episodes run at once as there are envs;
-    the caller closes them) or a factory making one (then up to ``parallel`` at once; closed here).
+    ``envs`` is a list of envs (``gymnasium.make`` results, or other episode envs such as a `RayEnvPool`'s
+    handles; as many episodes run at once as there are envs; the caller closes them) or a factory making one
+    (then up to ``parallel`` at once; closed here). An env that is not an episode env fails at once.
     Trajectories come back in task order, samples of one task together. ``on_trajectory`` is called as each
     one ends (for progress bars, logs, `JsonlAppender`).
 
@@ -81,13 +93,13 @@ def collect(
     sampling = sampling or SamplingParams()
     stop = stop or Stop()
     jobs = [(task_id, index) for task_id in task_ids for index in range(samples_per_task)]
-    made: list[Any] = []
+    made: list[EpisodeEnv] = []
     if callable(envs):
-        pool: list[Any] = []
+        pool: list[EpisodeEnv] = []
         factory: EnvFactory | None = envs
         width = max(1, min(parallel, len(jobs)))
     else:
-        pool, factory = list(envs), None
+        pool, factory = [as_episode_env(env) for env in envs], None
         width = max(1, min(len(pool), len(jobs)))
     free = list(pool[:width])
     results: dict[tuple[str, int], Trajectory] = {}
@@ -95,18 +107,18 @@ def collect(
     pending = list(jobs)
     chat_only = getattr(generator, "chat", False)
 
-    def make_env() -> Any:
-        env = factory()  # type: ignore[misc]
+    def make_env() -> EpisodeEnv:
+        env = as_episode_env(factory())  # type: ignore[misc]
         made.append(env)
         return env
 
-    def start(job: tuple[str, int], env: Any) -> _Episode:
+    def start(job: tuple[str, int], env: EpisodeEnv) -> _Episode:
         task_id, index = job
         trajectory = Trajectory(
             task_id=task_id,
             sample_index=index,
             generator=generator.name,
-            env_id=getattr(getattr(env, "spec", None), "id", "") or "",
+            env_id=env.spec.id if env.spec is not None else "",
         )
         with stop.running(env):
             try:
@@ -217,7 +229,7 @@ def _generate(
     """One sample (or a "no room" marker) per active episode: one generator call per distinct max_tokens."""
     if getattr(generator, "chat", False):
         return generator.generate_chat(  # type: ignore[attr-defined]
-            [episode.env.unwrapped.messages for episode in active],
+            [episode.env.messages for episode in active],
             [e.trajectory.tools for e in active],
             sampling,
             **_seed_kwargs(active, seed),
@@ -247,11 +259,11 @@ def _advance(episode: _Episode, sample: Any, max_model_len: int) -> bool:
     trajectory, env = episode.trajectory, episode.env
     try:
         if sample is None:  # no room left for another turn
-            _record_end(trajectory, env.unwrapped.truncate("max_model_len"), truncated=True)
+            _record_end(trajectory, env.truncate("max_model_len"), truncated=True)
             return True
         if getattr(sample, "error", None):
             trajectory.error = f"generator: {sample.error}"
-            _record_end(trajectory, env.unwrapped.truncate("generator_error"), truncated=True)
+            _record_end(trajectory, env.truncate("generator_error"), truncated=True)
             return True
         if episode.chat is None:  # a chat generator: the action is its assistant message
             action, turn = sample.message, trajectory.add_sampled([], None, sample.text, sample.finish_reason)
@@ -276,7 +288,7 @@ def _advance(episode: _Episode, sample: Any, max_model_len: int) -> bool:
             if len(trajectory.token_ids) + len(bridge) >= max_model_len:
                 # The tool results and the next generation prompt do not fit: the episode ends here.
                 trajectory.messages = list(messages)
-                _record_end(trajectory, env.unwrapped.truncate("max_model_len"), truncated=True)
+                _record_end(trajectory, env.truncate("max_model_len"), truncated=True)
                 return True
             trajectory.add_bridge(bridge)
         episode.messages_seen = len(messages)
@@ -286,8 +298,8 @@ def _advance(episode: _Episode, sample: Any, max_model_len: int) -> bool:
         trajectory.error = trajectory.error or f"{type(error).__name__}: {error}"
         trajectory.end_reason = trajectory.end_reason or "env_error"
         try:
-            if not env.unwrapped._done:
-                env.unwrapped.truncate("env_error")
+            if not env.done:
+                env.truncate("env_error")
         except Exception:
             pass
         return True

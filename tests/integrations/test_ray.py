@@ -94,27 +94,34 @@ def test_the_pool_runs_episodes_through_the_collector(ray_session, tokenizer) ->
         assert not workspaces_of(pid)
 
 
-def test_a_handle_steps_as_the_local_env_does(ray_session) -> None:  # type: ignore[no-untyped-def]
+def test_a_handle_is_an_episode_env_that_steps_as_the_local_env_does(ray_session) -> None:  # type: ignore[no-untyped-def]
     """The actor ships only the messages a handle lacks; what the caller gets is what a local env gives."""
     require_bwrap()
     import gymnasium
 
     from gym_swe.integrations.ray import RayEnvPool
+    from tests.rollout.test_episode_env import assert_is_episode_env
 
     local = gymnasium.make("CodeDebug-v0", max_turns=10)
     with RayEnvPool("CodeDebug-v0", {"max_turns": 10}, num_envs=1, num_cpus=0.5, health_check_s=0) as pool:
         handle = pool[0]
+        assert_is_episode_env(handle)
+        assert handle.spec.id == "CodeDebug-v0" and handle.done and handle.messages == []
         for env in (local, handle):
             env.reset(options={"task_id": TASKS[0]})
+        assert_is_episode_env(handle)
+        assert not handle.done and handle.messages == local.unwrapped.messages
         for action in TURNS[:2]:
             here, there = local.step(action), handle.step(action)
             assert there[:4] == here[:4]
             assert there[4]["messages"] == here[4]["messages"] == handle.messages
             assert there[4] == here[4]
+            assert not handle.done
         ended_here, ended_there = local.unwrapped.truncate("budget"), handle.truncate("budget")
         assert ended_there["messages"] == ended_here["messages"] == handle.messages
         assert len(handle.messages) == 6  # system, user, then two assistant turns and their tool results
         assert ended_there.keys() == ended_here.keys()
+        assert handle.done and local.unwrapped.done
     local.close()
 
 
