@@ -98,7 +98,7 @@ def run_trl(model: str, steps: int, out: Path) -> dict[str, Any]:
         def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             ends.append(time.perf_counter())
             pool = trainer._environment_pool[None]
-            turns.append(statistics.mean(len(env._env.unwrapped.history) for env in pool))
+            turns.append(statistics.mean(env.turns for env in pool))
 
     spec = trl_spec("CodeDebug-v0", task_ids=bench_tasks(), max_turns=TURNS)
     config = GRPOConfig(

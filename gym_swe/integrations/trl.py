@@ -136,6 +136,11 @@ class GymSweEnvironment:
         return float(self._info["reward_grade"])
 
     @property
+    def turns(self) -> int:
+        """Turns the current (or last) episode has played."""
+        return len(self._env.unwrapped.history)
+
+    @property
     def grade(self) -> dict[str, Any] | None:
         """The last episode's grade (per-test outcomes), once it ended."""
         return self._info.get("grade")

@@ -190,7 +190,7 @@ def test_environment_factory_trains_a_tiny_model(tool_caller: Path, tmp_path: Pa
     assert moved(before, trainer.model)
     pool = trainer._environment_pool[None]
     assert len(pool) == 4 and all(isinstance(e, spec.environment_factory) for e in pool)
-    assert all(e._done for e in pool)  # each rollout was graded (get_reward ended it)
+    assert all(e.grade is not None for e in pool)  # each rollout was graded (get_reward ended it)
     # TRL parsed the model's tool calls and ran them through the env's methods, in the env's sandbox.
     assert any(entry.get("tools/call_frequency", 0) > 0 for entry in logs)
     assert played and all(turn.calls[0].name == "bash" for turn in played)

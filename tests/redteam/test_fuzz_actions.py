@@ -89,7 +89,7 @@ def env(request):  # type: ignore[no-untyped-def]
 
 
 def step_anything(env, action: Any) -> None:  # type: ignore[no-untyped-def]
-    if env.unwrapped._done:
+    if env.unwrapped.done:
         env.reset(options={"task_id": env.unwrapped._fuzz_task})
     observation, reward, terminated, truncated, info = env.step(action)
     assert isinstance(observation, str) and isinstance(reward, float)
@@ -133,7 +133,7 @@ def test_any_tool_call_message(env, action: dict[str, Any]) -> None:  # type: ig
     ids=["lone surrogate", "NUL in a command", "NUL in a path", "5 MB action"],
 )
 def test_the_reported_crashes_are_tool_errors(env, action: str) -> None:  # type: ignore[no-untyped-def]
-    if env.unwrapped._done:
+    if env.unwrapped.done:
         env.reset(options={"task_id": env.unwrapped._fuzz_task})
     action = action.replace("WORKDIR", env.unwrapped.sandbox.workdir)
     observation, _, terminated, truncated, info = env.step(action)
