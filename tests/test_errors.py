@@ -21,12 +21,6 @@ except ModuleNotFoundError:  # Python 3.10
 CODE_DIRS = ("gym_swe", "trainers", "bench", "examples")
 TEXT = ("README.md", "docs", *CODE_DIRS)
 
-HINTS_LEFT_TO_OTHERS = {
-    ("gym_swe/integrations/ray.py", 'The Ray env pool needs Ray: pip install "gym-swe[ray]"'),
-}
-"""Hand-written hints in modules that other pieces of issue 22 rework: each goes when its module calls
-`missing_dependency` (``feature=`` keeps what the message says needs the package). A new one fails."""
-
 
 def extras() -> dict[str, list[str]]:
     with open(REPO_ROOT / "pyproject.toml", "rb") as handle:
@@ -125,7 +119,7 @@ def test_every_missing_dependency_names_an_extra_that_installs_the_module() -> N
 
 def test_install_hints_are_written_by_missing_dependency_only() -> None:
     _, hints = calls_and_hints()
-    written = sorted(set(hints) - HINTS_LEFT_TO_OTHERS)
+    written = sorted(set(hints))
     assert not written, (
         "raise missing_dependency(module, extra, feature=...) instead of writing:\n"
         + "\n".join(f"{where}: {text!r}" for where, text in written)

@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from gym_swe.errors import ConfigError, GymSweError, MissingDependencyError
+from gym_swe.errors import ConfigError, GymSweError, missing_dependency
 from gym_swe.rollout.episode_env import EpisodeEnv, as_episode_env
 
 RUN_LABEL = "gym_swe.run"
@@ -56,7 +56,7 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise MissingDependencyError('The Ray env pool needs Ray: pip install "gym-swe[ray]"') from None
+        raise missing_dependency("ray", "ray", feature="The Ray env pool") from None
     return ray
 
 
