@@ -200,8 +200,11 @@ class RunDirectory:
         return final
 
     def finish(self, steps: int, final: Path, checkpoint: Path) -> dict[str, Any]:
-        """Where everything is (and, from the main process, the same in one line)."""
-        run_dir, history = self.path, self.history
+        """Where everything is (and, from the main process, the same in one line): ``history`` holds the
+        steps' metrics, one line each; ``final_eval`` the final model's pass@1 (None: no eval)."""
+        run_dir, steps_run = self.path, [line for line in self.history if "reward/mean" in line]
+        last_line = self.history[-1] if self.history else {}
+        final_eval = last_line.get("eval/pass@1") if last_line.get("step") == steps else None
         summary = {
             "run_dir": str(run_dir),
             "model": str(final),
@@ -209,14 +212,14 @@ class RunDirectory:
             "metrics": str(run_dir / "metrics.jsonl"),
             "trajectories": str(run_dir / "trajectories"),
             "curve": str(run_dir / "reward.png"),
-            "history": history,
+            "history": steps_run,
+            "final_eval": final_eval,
         }
         if self.accelerator.is_main_process:
-            last = next((line for line in reversed(history) if "reward/mean" in line), {})
-            evaluated = history[-1]["eval/pass@1"] if history and "eval/pass@1" in history[-1] else None
-            final_eval = "" if evaluated is None else f", final eval pass@1 {evaluated:.3f}"
+            reward = steps_run[-1]["reward/mean"] if steps_run else float("nan")
+            evaluated = "" if final_eval is None else f", final model's eval pass@1 {final_eval:.3f}"
             print(
-                f"done: {steps} steps, reward {last.get('reward/mean', float('nan')):.3f}{final_eval}; "
+                f"done: {steps} steps, reward {reward:.3f}{evaluated}; "
                 f"run {run_dir} (model {final}, curve {run_dir / 'reward.png'}, "
                 f"metrics {run_dir / 'metrics.jsonl'}, trajectories {run_dir / 'trajectories'}, "
                 f"checkpoint {checkpoint})"

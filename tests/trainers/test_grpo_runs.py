@@ -87,7 +87,7 @@ def test_codedebug_smoke_run_writes_everything(tiny_bpe_model: Path, tmp_path: P
                 "--eval_every", "2", "--learning_rate", "1e-2", "--weight_decay", "0.1", "--output_dir", str(tmp_path),
                 "--run_name", "cd", "--env_kwargs", '{"reward": "fraction"}')  # fmt: skip
     run = tmp_path / "cd"
-    assert str(run) in out and "reward.png" in out
+    assert str(run) in out and "reward.png" in out and "final model's eval pass@1" in out
     rows = metrics(run)
     assert [row["step"] for row in rows] == [0, 1, 2] and "eval/pass@1" in rows[0]
     assert sorted(rows[2]) == ["eval/pass@1", "step"]  # the final model: evaluated, not trained on
