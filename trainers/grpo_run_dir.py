@@ -123,9 +123,10 @@ class RunDirectory:
             (self.path / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=2))
         if args.overwrite or resume_from is not None:
             self.accelerator.wait_for_everyone()  # no process writes into the directory while it is cleared
-        if log_with:  # resumed: the settings are the run's already (stored again, they would be a second run)
-            config = dataclasses.asdict(args) if resume_step is None else None
-            purge = {} if resume_step is None else {"tensorboard": {"purge_step": resume_step}}
+        if log_with:  # resumed into tensorboard: its settings are there (stored again: a second run shown)
+            resumed_here = resume_step is not None and log_with == "tensorboard"
+            config = None if resumed_here else dataclasses.asdict(args)
+            purge = {"tensorboard": {"purge_step": resume_step}} if resumed_here else {}
             self.accelerator.init_trackers(self.path.name, config=config, init_kwargs=purge)
 
     def step_file(self, step: int) -> Path:
