@@ -20,10 +20,14 @@ The math, for the trajectories i = 1..G of one task, rewards r_i, sampled tokens
     surrogate       L_t = -min(rho_t A_i, clip(rho_t, 1 - eps_low, 1 + eps_high) A_i) * w_t
     dapo            L = sum_{i,t} L_t / (tokens in the batch)
     grpo            L = mean_i ( sum_t L_t / |i| )
-    dr_grpo         L = sum_{i,t} L_t / (sequences * max_model_len)
+    dr_grpo         L = sum_{i,t} L_t / (sequences * B),  B = min(turns * max_new_tokens, max_model_len)
     gspo            s_i = exp(mean_t (logp_t - logp_old_t)),  L = mean_i -min(s_i A_i, clip(s_i) A_i)
     cispo           L = -sum_{i,t} sg(clip(rho_t, 1 - eps_low, 1 + eps_high)) A_i logp_t w_t / tokens
     KL (beta > 0)   + beta * mean_t ( exp(ref_t - logp_t) - (ref_t - logp_t) - 1 )
+
+Each loss takes its paper's eps_low/eps_high and advantage scale unless told (grpo_config.LOSS_DEFAULTS):
+dapo 0.2/0.28, grpo and dr_grpo 0.2/0.2, gspo 3e-4/4e-4 (on s_i), cispo 1/0.28 (no lower bound); "none"
+for dr_grpo, "group" for the others. B is a trajectory's generation budget (its turns: the env's limit).
 
 Old log-probabilities: the trainer's own, from the first pass over the batch (the weights that pass sees are
 the ones the generator sampled with, so this costs no extra forward pass; ``--recompute_old_logps`` runs one
@@ -50,16 +54,16 @@ from typing import Any
 
 import torch
 
-from gym_swe.errors import ConfigError, GymSweError, MissingDependencyError, unknown_name
+from gym_swe.errors import ConfigError, unknown_name
 from gym_swe.rollout.collector import derive_seed
-from gym_swe.rollout.stopping import Stop, interrupt_of, signals_interrupt
+from gym_swe.rollout.stopping import Stop
 from gym_swe.rollout.trajectory import Trajectory
 
 # isort: split
 import grpo_setup as setup  # the modules beside this one, by name (a script's directory is on the path)
 from grpo_batching import MicroBatch, Row, forward_each, pack_microbatches, rows_of, token_logprobs
 from grpo_config import LOSSES, Args, parse_args
-from grpo_run_dir import RunDirectory, plot, run_directory, trajectory_metrics
+from grpo_run_dir import RunDirectory, run_directory, trajectory_metrics
 
 
 # --- the math: small pure functions, each tested against hand-computed tensors ---
@@ -152,11 +156,12 @@ def grpo_loss(
     beta: float = 0.0,
     total_tokens: float | None = None,
     total_sequences: float | None = None,
-    max_len: int = 1,
+    generation_budget: int = 1,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The policy loss of one micro-batch (rows: sequences; ``mask``: the sampled tokens) as in the module
     docstring. ``total_tokens`` / ``total_sequences`` are the whole batch's (every micro-batch and process),
-    so that summing micro-batch losses gives the batch's loss; by default this micro-batch's own."""
+    so that summing micro-batch losses gives the batch's loss; by default this micro-batch's own.
+    ``generation_budget``: dr_grpo's constant, the most tokens a trajectory may sample."""
     mask = mask.float()
     weights = mask if weights is None else weights * mask
     tokens = float(mask.sum()) if total_tokens is None else total_tokens
@@ -186,7 +191,7 @@ def grpo_loss(
         elif loss_type == "grpo":
             loss = (per_token.sum(dim=1) / mask.sum(dim=1).clamp(min=1)).sum() / max(sequences, 1.0)
         elif loss_type == "dr_grpo":
-            loss = per_token.sum() / max(sequences * max_len, 1.0)
+            loss = per_token.sum() / max(sequences * generation_budget, 1.0)
         else:
             raise ConfigError(unknown_name("loss", loss_type, LOSSES))
     if beta > 0 and ref_logps is not None:
@@ -279,8 +284,9 @@ def rollout(
 
 # --- the update: the loss over the batch, in micro-batches whose gradients accumulate --------------------
 def update(
-    args: Args, accelerator: Any, model: Any, ref_model: Any, optimizer: Any, scheduler: Any, rows: list[Row]
-) -> dict[str, float]:
+    args: Args, accelerator: Any, model: Any, ref_model: Any, optimizer: Any, scheduler: Any, rows: list[Row],
+    generation_budget: int,
+) -> dict[str, float]:  # fmt: skip
     """``updates_per_batch`` optimizer steps over ``rows`` (the batch: one row per sequence)."""
     device = accelerator.device
     local = torch.tensor([float(sum(r.mask.sum() for r in rows)), float(len(rows))], device=device)
@@ -316,7 +322,7 @@ def update(
                 ref = micro.tail("ref_logps") if args.beta > 0 else None
                 loss, stats = grpo_loss(
                     logps, old, advantages, mask, args.loss, args.eps_low, args.eps_high, weights, ref,
-                    args.beta, total_tokens, total_sequences, args.max_model_len,
+                    args.beta, total_tokens, total_sequences, generation_budget,
                 )  # fmt: skip
                 # DDP averages gradients over processes: each process's loss is its share of the batch's
                 accelerator.backward(loss * accelerator.num_processes)
@@ -351,7 +357,7 @@ def update(
 # --- the loop ---------------------------------------------------------------------------------------------
 def main(args: Args) -> dict[str, Any]:
     from accelerate import Accelerator
-    from accelerate.utils import gather_object, set_seed
+    from accelerate.utils import set_seed
     from tqdm import tqdm
 
     # SETUP: the run directory (one holding an earlier run is refused before anything loads), trackers, seeds
@@ -365,7 +371,7 @@ def main(args: Args) -> dict[str, Any]:
             "processes: groups are never split, so that advantages stay exact"
         )
     run_dir = RunDirectory(path, accelerator)
-    run_dir.start(args, log_with)
+    run_dir.start(args, log_with, resume_from)  # resumed: the logs from the checkpoint's step on dropped
 
     # MODEL: the policy (maybe LoRA), the reference (only with beta > 0), the optimizer and schedule
     model, tokenizer = setup.load_policy(args)
@@ -382,12 +388,14 @@ def main(args: Args) -> dict[str, Any]:
     stop = Stop()
     step = 0
     try:
-        train_ids, eval_ids = setup.task_ids(args)
+        facts = setup.read_env(args)  # its tasks, split for training and eval, and its turn limit
+        train_ids, eval_ids = facts.train_ids, facts.eval_ids
+        budget = setup.generation_budget(args, facts.max_turns)  # dr_grpo's constant
         envs, eval_envs = setup.make_envs(args, accelerator, eval_ids)
         generator = setup.make_generator_for(args, accelerator.unwrap_model(model), tokenizer)
-        start_step, version, history = 0, 0, []
+        start_step, version = 0, 0
         if resume_from is not None:
-            start_step, version, history = run_dir.load_checkpoint(resume_from)
+            start_step, version = run_dir.load_checkpoint(resume_from)
             setup.sync_generator(args, accelerator, generator, model)
 
         def collect_step(step: int, weights_version: int) -> Rollout:
@@ -435,38 +443,39 @@ def main(args: Args) -> dict[str, Any]:
                 generator.release_memory()
             update_started = time.monotonic()
             rows = rows_of(collected, advantages)
-            metrics.update(update(args, accelerator, model, ref_model, optimizer, scheduler, rows))
+            metrics.update(update(args, accelerator, model, ref_model, optimizer, scheduler, rows, budget))
             metrics["perf/update_seconds"] = time.monotonic() - update_started
             version += 1
             if background is None:
                 setup.sync_generator(args, accelerator, generator, model)
 
             # LOG: namespaced metrics over every process's trajectories (means; zero-std groups: their share)
-            trajectories = gather_object([t.to_dict() for t in collected.trajectories])
-            trajectories = [Trajectory.from_dict(t) for t in trajectories]
-            zero_std = torch.tensor(collected.zero_std_fraction, device=accelerator.device)
-            zero_std = float(accelerator.reduce(zero_std, reduction="mean"))
-            metrics.update(trajectory_metrics(trajectories, zero_std, collected.seconds))
+            trajectories = run_dir.gather(collected.trajectories)
+            zero_std = run_dir.mean_over_processes(collected.zero_std_fraction)
+            metrics.update(trajectory_metrics(trajectories, args.group_size, zero_std, collected.seconds))
             metrics["async/staleness"] = version - 1 - collected.version
             metrics["perf/step_seconds"] = elapsed = time.monotonic() - started
             metrics["perf/tokens_per_s"] = metrics["rollout/sampled_tokens"] / max(elapsed, 1e-9)
-            history.append(metrics)
-            run_dir.write_step(metrics, trajectories, log_with)
-            if accelerator.is_main_process:
-                plot(run_dir.path, history)
-                bar.set_postfix(
-                    reward=f"{metrics['reward/mean']:.3f}", solved=f"{metrics['reward/resolved']:.2f}"
-                )
+            run_dir.write_step(metrics, trajectories, log_with)  # metrics.jsonl, the tracker, reward.png
+            bar.set_postfix(
+                reward=f"{metrics['reward/mean']:.3f}", solved=f"{metrics['reward/resolved']:.2f}"
+            )
 
             # SAVE
             if args.save_every and (step + 1) % args.save_every == 0 and step + 1 < args.steps:
                 run_dir.save_checkpoint(step + 1, version)
 
-        # FINISH: the last checkpoint, the final model, the curve, and where everything is
+        # FINISH: the final model evaluated (each eval above saw the weights before its step's update), the
+        # last checkpoint, the final model, and where everything is
         if pending is not None:
             pending.result()
         if background is not None:
             background.shutdown()
+        if eval_ids and args.eval_every:
+            if background is not None:  # --async syncs as a step starts: the last update is not in yet
+                setup.sync_generator(args, accelerator, generator, model)
+            passed = setup.evaluate(args, eval_envs, generator, eval_ids, accelerator, args.steps, stop)
+            run_dir.write_step({"step": args.steps, "eval/pass@1": passed}, None, log_with)
         checkpoint = run_dir.save_checkpoint(args.steps, version)
         final = run_dir.save_model(model, tokenizer)
         setup.close_envs(args, envs, eval_envs)
@@ -474,7 +483,7 @@ def main(args: Args) -> dict[str, Any]:
         generator.close()
         if log_with:
             accelerator.end_training()
-        return run_dir.finish(args.steps, history, final, checkpoint)
+        return run_dir.finish(args.steps, final, checkpoint)
     except BaseException as error:
         stop.set()  # a collection in the background (--async) ends too
         setup.shut_down(args, pending, envs, eval_envs, generator)
@@ -485,15 +494,5 @@ def main(args: Args) -> dict[str, Any]:
         raise
 
 
-if __name__ == "__main__":
-    with signals_interrupt():  # SIGTERM too: schedulers stop jobs with it
-        try:
-            main(parse_args())
-        except KeyboardInterrupt as error:  # main has closed everything and said so
-            sys.exit(interrupt_of(error).exit_code)
-        except (ConfigError, MissingDependencyError) as error:  # before anything ran: exit 2
-            print(f"grpo.py: error: {error}", file=sys.stderr)
-            sys.exit(2)
-        except GymSweError as error:  # a generator or sandbox that broke down mid-run: what broke, one line
-            print(f"grpo.py: error: {type(error).__name__}: {error}", file=sys.stderr)
-            sys.exit(1)
+if __name__ == "__main__":  # a refusal, a breakdown or Ctrl-C / SIGTERM: one line and its exit code
+    sys.exit(setup.run_as_script(lambda: main(parse_args())))

@@ -28,16 +28,65 @@ import gym_swe  # noqa: F401  (registers the envs)
 from gym_swe.errors import ConfigError, unknown_name
 from gym_swe.rollout.generators.model_names import check_model_name
 
-LOSSES = ("dapo", "grpo", "dr_grpo", "gspo", "cispo")
 SCALES = ("group", "batch", "none")
 GENERATORS = ("hf", "vllm", "vllm-server")
 
 
-def option(default: Any, help: str, *, choices: Sequence[str] = (), flag: str = "", section: str = "") -> Any:
+def option(
+    default: Any,
+    help: str,
+    *,
+    choices: Sequence[str] = (),
+    flag: str = "",
+    section: str = "",
+    kind: type | None = None,
+) -> Any:
     """A field of ``Args``: its default and ``--help`` text, the values it accepts (validate checks them),
-    its documented flag where that is not ``--<name>``, and, on a section's first field, the section."""
-    metadata = {"help": " ".join(help.split()), "choices": tuple(choices), "flag": flag, "section": section}
+    its documented flag where that is not ``--<name>``, on a section's first field the section, and the type
+    of its values where the default (None: decided later, its help says how) does not show it."""
+    metadata = {
+        "help": " ".join(help.split()),
+        "choices": tuple(choices),
+        "flag": flag,
+        "section": section,
+        "kind": kind or type(default),
+    }
     return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class LossDefaults:
+    """What a loss takes unless told otherwise: its paper's clip range and advantage scale."""
+
+    eps_low: float
+    eps_high: float
+    advantage_scale: str
+    why: str  # for --help: whose setting this is
+
+
+LOSS_DEFAULTS = {
+    "dapo": LossDefaults(0.2, 0.28, "group", "DAPO's clip-higher"),
+    "grpo": LossDefaults(0.2, 0.2, "group", "DeepSeekMath's symmetric clip"),
+    "dr_grpo": LossDefaults(
+        0.2, 0.2, "none", "Dr. GRPO: no std division; summed over the batch, divided by the generation budget"
+    ),
+    "gspo": LossDefaults(3e-4, 4e-4, "group", "GSPO's range for its sequence ratio"),
+    "cispo": LossDefaults(
+        1.0, 0.28, "group", "MiniMax-M1: no lower bound on the weight; the paper tunes the upper one"
+    ),
+}
+"""Each --loss's own defaults (None in Args: the loss's). The KL (--beta) stays 0 for every loss: DAPO and
+Dr. GRPO drop it, and it would load a second model."""
+LOSSES = tuple(LOSS_DEFAULTS)
+
+
+def loss_menu() -> str:
+    """--loss's help: each loss with the defaults it takes."""
+    return "; ".join(
+        f"{name}: --eps_low {d.eps_low:g} --eps_high {d.eps_high:g} --advantage_scale {d.advantage_scale} "
+        f"({d.why})"
+        for name, d in LOSS_DEFAULTS.items()
+    )
 
 
 @dataclass
@@ -52,7 +101,12 @@ class Args:
         "bundled", """The env's task source: "bundled", a dataset name, or a .jsonl/.parquet path."""
     )
     sandbox: str = option("local", """Where agent code runs: "local" (bubblewrap) or "docker".""")
-    max_turns: int = option(4, "Turns per episode (the env's max_turns and max_episode_steps).")
+    max_turns: int | None = option(
+        None,
+        """Turns per episode (the env's max_turns and max_episode_steps); default: the env's own limit, the
+        one it registers.""",
+        kind=int,
+    )
     env_kwargs: str = option(
         "", """More kwargs for the env, as JSON: '{"reward": "fraction", "show_tests": "full"}'."""
     )
@@ -117,9 +171,11 @@ class Args:
     tasks_per_step: int = option(4, "Groups per step (divided among processes).")
     group_size: int = option(4, "Trajectories per task (G).")
     advantage_scale: str = option(
-        "group",
-        """Divide the advantages by the group's std ("group"), the batch's ("batch"), or not ("none").""",
+        None,
+        """Divide the advantages by the group's std ("group"), the batch's ("batch"), or not ("none");
+        default: the --loss's own.""",
         choices=SCALES,
+        kind=str,
     )
     leave_one_out: bool = option(False, "Baseline: the mean of the other trajectories of the group.")
     dynamic_sampling: bool = option(
@@ -130,11 +186,20 @@ class Args:
         False, "Leave trajectories cut by --max_model_len out of the loss and the baselines."
     )
     loss: str = option(
-        "dapo", "The policy loss (formulas: the docstring of trainers/grpo.py).", choices=LOSSES
+        "dapo",
+        "The policy loss (formulas: the docstring of trainers/grpo.py), each with its paper's defaults, "
+        "which a flag given overrides: " + loss_menu() + ".",
+        choices=LOSSES,
     )
-    eps_low: float = option(0.2, "Lower clip: rho >= 1 - eps_low.")
-    eps_high: float = option(0.28, "Upper clip: rho <= 1 + eps_high.")
-    beta: float = option(0.0, "KL penalty to the initial model (0: no reference model is loaded).")
+    eps_low: float = option(
+        None, "Lower clip: rho >= 1 - eps_low (1: no lower clip); default: the --loss's own.", kind=float
+    )
+    eps_high: float = option(None, "Upper clip: rho <= 1 + eps_high; default: the --loss's own.", kind=float)
+    beta: float = option(
+        0.0,
+        """KL penalty to the initial model (0: no reference model is loaded), 0 whatever the --loss: DAPO and
+        Dr. GRPO drop it (DeepSeekMath's GRPO used 0.04).""",
+    )
     tis_cap: float = option(
         2.0, "Truncated importance sampling: the most a token's trainer/generator ratio may weigh (0: off)."
     )
@@ -190,6 +255,14 @@ class Args:
         it (or --resume) such a run is refused, so that two runs never mix.""",
     )
 
+    def __post_init__(self) -> None:
+        """What was left to the loss (None) takes the loss's own default (an unknown loss: validate says
+        so)."""
+        own = LOSS_DEFAULTS.get(self.loss)
+        for name in ("eps_low", "eps_high", "advantage_scale"):
+            if own is not None and getattr(self, name) is None:
+                setattr(self, name, getattr(own, name))
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, whose errors (a flag without its value, a number that is not one) are ConfigErrors: one
@@ -220,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     for item in dataclasses.fields(Args):
         if item.metadata["section"]:
             group = parser.add_argument_group(item.metadata["section"])
-        flag, kind = flag_of(item), type(item.default)
+        flag, kind = flag_of(item), item.metadata["kind"]
         typed: dict[str, Any] = {"type": kind, "metavar": {int: "N", float: "X"}.get(kind)}
         if kind is bool:  # --lora alone turns it on; --lora false (or a YAML false) turns it off
             typed = {"type": _boolean, "nargs": "?", "const": True, "metavar": "true|false"}
@@ -228,7 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
             shown = [choice for choice in item.metadata["choices"] if choice]
             typed["metavar"] = "{" + ",".join(shown) + "}"
         text = item.metadata["help"]
-        if item.default != "" and item.default is not False:
+        if not (item.default is None or item.default is False or item.default == ""):  # None: help says
             text += f" (default: {item.default})"
         group.add_argument(flag, dest=item.name, default=item.default, help=text.replace("%", "%%"), **typed)
         others = sorted({spelling for name in (flag[2:], item.name) for spelling in spellings(name)} - {flag})
@@ -305,9 +378,9 @@ def validate(args: Args) -> None:
 
     server = args.generator == "vllm-server"
     for item in dataclasses.fields(Args):
-        allowed = item.metadata["choices"]
-        if allowed and getattr(args, item.name) not in allowed:
-            raise ConfigError(unknown_name(item.name, getattr(args, item.name), allowed))
+        allowed, value = item.metadata["choices"], getattr(args, item.name)
+        if allowed and value is not None and value not in allowed:  # None: left to an unknown --loss
+            raise ConfigError(unknown_name(item.name, value, allowed))
     problems = [
         (not args.model, "--model is required: a model directory or a Hugging Face id"),
         (args.group_size < 2, f"--group_size must be >= 2: a group of {args.group_size} has no baseline"),
@@ -342,7 +415,8 @@ def validate(args: Args) -> None:
             "vllm-server): hf shares the trainer's model, which would change under the episodes it collects",
         ),
         (args.max_staleness != 1, "--max_staleness: only 1 (one step off) is supported"),
-        (not (0 <= args.eps_low < 1 and args.eps_high >= 0), "--eps_low must be in [0, 1), --eps_high >= 0"),
+        (not (0 <= args.eps_low <= 1 and args.eps_high >= 0), "--eps_low must be in [0, 1], --eps_high >= 0"),
+        (args.max_turns is not None and args.max_turns < 1, "--max_turns must be >= 1"),
         (0 < args.tis_cap < 1, "--tis_cap must be 0 (off) or >= 1"),
         (0 < args.geo_mask_threshold <= 1, "--geo_mask_threshold must be 0 (off) or > 1"),
         (

@@ -8,7 +8,10 @@
     RUN/reward.png                    the curve
 
 A directory that holds an earlier run is refused unless the run continues it (``--resume``) or starts it
-afresh (``--overwrite``), so that two runs never mix.
+afresh (``--overwrite``), so that two runs never mix. A resumed run reads as one run: what the stopped run
+wrote from its checkpoint's step on (metrics lines, step files) is dropped, since those steps are played
+again, and the tensorboard writer goes on in the same directory with ``purge_step`` at that step, which
+tells the viewer to drop the stopped run's later points.
 """
 
 from __future__ import annotations
@@ -65,6 +68,29 @@ def remove_run(run_dir: Path) -> None:
             path.unlink(missing_ok=True)
 
 
+def step_of(checkpoint: Path) -> int:
+    """The step a checkpoint continues from."""
+    return int(json.loads((checkpoint / "trainer_state.json").read_text())["step"])
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def drop_steps_from(run_dir: Path, step: int) -> None:
+    """--resume from ``step``: the metrics lines and trajectory files of that step and later go (the resumed
+    run plays those steps again), so that the directory reads as one run."""
+    kept = [line for line in read_metrics(run_dir) if line["step"] < step]
+    if (run_dir / "metrics.jsonl").exists():
+        partial = run_dir / "metrics.jsonl.partial"
+        partial.write_text("".join(json.dumps(line) + "\n" for line in kept))
+        partial.replace(run_dir / "metrics.jsonl")  # atomically: a crash here loses no line
+    for path in (run_dir / "trajectories").glob("step_*.jsonl"):
+        if int(path.name.split(".")[0].split("_")[1]) >= step:  # step_00007.jsonl, step_00007.process1.jsonl
+            path.unlink()
+
+
 def latest_checkpoint(path: Path) -> Path:
     """``path`` itself if it is a checkpoint, else the run directory's last one."""
     if (path / "trainer_state.json").exists():
@@ -81,19 +107,27 @@ class RunDirectory:
 
     def __init__(self, path: Path, accelerator: Any) -> None:
         self.path, self.accelerator = path, accelerator
+        self.history: list[dict[str, Any]] = []  # the lines of metrics.jsonl, resumed ones included
 
-    def start(self, args: Args, log_with: str | None) -> None:
-        """The directory made (an earlier run's outputs removed first with --overwrite), args.json written,
-        the tracker started."""
+    def start(self, args: Args, log_with: str | None, resume_from: Path | None) -> None:
+        """The directory made (an earlier run's outputs removed first with --overwrite; with --resume, what
+        the stopped run wrote after its checkpoint), args.json written, the tracker started (resumed: in the
+        same directory, from the checkpoint's step)."""
+        resume_step = step_of(resume_from) if resume_from is not None else None
         if self.accelerator.is_main_process:
             if args.overwrite:  # never with --resume (validate refuses both)
                 remove_run(self.path)
+            if resume_step is not None:
+                drop_steps_from(self.path, resume_step)
             self.path.mkdir(parents=True, exist_ok=True)
             (self.path / "args.json").write_text(json.dumps(dataclasses.asdict(args), indent=2))
-        if args.overwrite:
+        if args.overwrite or resume_from is not None:
             self.accelerator.wait_for_everyone()  # no process writes into the directory while it is cleared
-        if log_with:
-            self.accelerator.init_trackers(self.path.name, config=dataclasses.asdict(args))
+        if log_with:  # resumed into tensorboard: its settings are there (stored again: a second run shown)
+            resumed_here = resume_step is not None and log_with == "tensorboard"
+            config = None if resumed_here else dataclasses.asdict(args)
+            purge = {"tensorboard": {"purge_step": resume_step}} if resumed_here else {}
+            self.accelerator.init_trackers(self.path.name, config=config, init_kwargs=purge)
 
     def step_file(self, step: int) -> Path:
         """Where this process writes its trajectories of ``step`` as they end."""
@@ -112,19 +146,34 @@ class RunDirectory:
         return JsonlAppender(self.step_file(step), before=versioned)
 
     def write_step(
-        self, metrics: dict[str, Any], trajectories: list[Trajectory], log_with: str | None
+        self, metrics: dict[str, Any], trajectories: list[Trajectory] | None, log_with: str | None
     ) -> None:
-        """A finished step: the main process writes every process's trajectories in order (atomically: the
-        file is never half written) and the step's line of metrics.jsonl; each process drops its own part of
-        the step's file, now in the whole; the tracker gets the metrics."""
+        """A finished step (or, without ``trajectories``, the final model's eval): the main process writes
+        every process's trajectories in order (atomically: the file is never half written), the step's line
+        of metrics.jsonl and the curve; each process drops its own part of the step's file, now in the whole;
+        the tracker gets the metrics."""
+        self.history.append(metrics)
         if self.accelerator.is_main_process:
-            save_jsonl(trajectories, self.path / "trajectories" / f"step_{metrics['step']:05d}.jsonl")
+            if trajectories is not None:
+                save_jsonl(trajectories, self.path / "trajectories" / f"step_{metrics['step']:05d}.jsonl")
             with (self.path / "metrics.jsonl").open("a") as handle:
                 handle.write(json.dumps(metrics) + "\n")
-        if self.accelerator.num_processes > 1:
+            plot(self.path, self.history)
+        if self.accelerator.num_processes > 1 and trajectories is not None:
             self.step_file(metrics["step"]).unlink(missing_ok=True)
         if log_with:
             self.accelerator.log({k: v for k, v in metrics.items() if k != "step"}, step=metrics["step"])
+
+    def gather(self, trajectories: list[Trajectory]) -> list[Trajectory]:
+        """Every process's trajectories of a step, in process order (whole groups each)."""
+        from accelerate.utils import gather_object
+
+        gathered = gather_object([t.to_dict() for t in trajectories])
+        return [Trajectory.from_dict(t) for t in gathered]
+
+    def mean_over_processes(self, value: float) -> float:
+        tensor = torch.tensor(value, device=self.accelerator.device)
+        return float(self.accelerator.reduce(tensor, reduction="mean"))
 
     def save_checkpoint(self, step: int, version: int) -> Path:
         """Everything a run needs to continue exactly at ``step``: accelerate's states and the policy
@@ -136,17 +185,13 @@ class RunDirectory:
         self.accelerator.wait_for_everyone()
         return path
 
-    def load_checkpoint(self, checkpoint: Path) -> tuple[int, int, list[dict[str, Any]]]:
-        """The states of ``checkpoint`` loaded; the step to continue from, the policy version, and the
-        metrics of the steps before it."""
+    def load_checkpoint(self, checkpoint: Path) -> tuple[int, int]:
+        """The states of ``checkpoint`` loaded, and the metrics of the steps before it; the step to continue
+        from and the policy version."""
         self.accelerator.load_state(str(checkpoint))
         state = json.loads((checkpoint / "trainer_state.json").read_text())
-        history = [
-            json.loads(line)
-            for line in (self.path / "metrics.jsonl").read_text().splitlines()
-            if json.loads(line)["step"] < state["step"]
-        ]
-        return state["step"], state["version"], history
+        self.history = [line for line in read_metrics(self.path) if line["step"] < state["step"]]
+        return state["step"], state["version"]
 
     def save_model(self, model: Any, tokenizer: Any) -> Path:
         final = self.path / "model"
@@ -155,11 +200,12 @@ class RunDirectory:
             tokenizer.save_pretrained(final)
         return final
 
-    def finish(
-        self, steps: int, history: list[dict[str, Any]], final: Path, checkpoint: Path
-    ) -> dict[str, Any]:
-        """Where everything is (and, from the main process, the same in one line)."""
-        run_dir = self.path
+    def finish(self, steps: int, final: Path, checkpoint: Path) -> dict[str, Any]:
+        """Where everything is (and, from the main process, the same in one line): ``history`` holds the
+        steps' metrics, one line each; ``final_eval`` the final model's pass@1 (None: no eval)."""
+        run_dir, steps_run = self.path, [line for line in self.history if "reward/mean" in line]
+        last_line = self.history[-1] if self.history else {}
+        final_eval = last_line.get("eval/pass@1") if last_line.get("step") == steps else None
         summary = {
             "run_dir": str(run_dir),
             "model": str(final),
@@ -167,12 +213,14 @@ class RunDirectory:
             "metrics": str(run_dir / "metrics.jsonl"),
             "trajectories": str(run_dir / "trajectories"),
             "curve": str(run_dir / "reward.png"),
-            "history": history,
+            "history": steps_run,
+            "final_eval": final_eval,
         }
         if self.accelerator.is_main_process:
-            last = history[-1] if history else {}
+            reward = steps_run[-1]["reward/mean"] if steps_run else float("nan")
+            evaluated = "" if final_eval is None else f", final model's eval pass@1 {final_eval:.3f}"
             print(
-                f"done: {steps} steps, reward {last.get('reward/mean', float('nan')):.3f}; "
+                f"done: {steps} steps, reward {reward:.3f}{evaluated}; "
                 f"run {run_dir} (model {final}, curve {run_dir / 'reward.png'}, "
                 f"metrics {run_dir / 'metrics.jsonl'}, trajectories {run_dir / 'trajectories'}, "
                 f"checkpoint {checkpoint})"
@@ -193,14 +241,18 @@ class RunDirectory:
         )
 
 
-def trajectory_metrics(trajectories: list[Trajectory], zero_std_fraction: float, seconds: float) -> dict:
-    """A step's rewards and rollout statistics, over every process's trajectories."""
+def trajectory_metrics(
+    trajectories: list[Trajectory], group_size: int, zero_std_fraction: float, seconds: float
+) -> dict:
+    """A step's rewards and rollout statistics, over every process's trajectories (whole groups of
+    ``group_size``, in order)."""
     count = max(len(trajectories), 1)
     turns = [turn for t in trajectories for turn in t.turns]
     rewards = [t.reward for t in trajectories]
     return {
         "reward/mean": sum(rewards) / count,
         "reward/std": float(torch.tensor(rewards).std()) if len(rewards) > 1 else 0.0,
+        "reward/group_std": group_spread(trajectories, group_size),
         "reward/resolved": sum(t.resolved for t in trajectories) / count,
         "rollout/turns": len(turns) / count,
         "rollout/tool_error_rate": sum(turn.tool_errors > 0 for turn in turns) / max(len(turns), 1),
@@ -214,23 +266,45 @@ def trajectory_metrics(trajectories: list[Trajectory], zero_std_fraction: float,
     }
 
 
+def group_spread(trajectories: list[Trajectory], group_size: int) -> float:
+    """The std of rewards within a group, averaged over the groups (failed trajectories left out, as from the
+    baselines): the spread GRPO learns from; 0 when every group's samples scored alike."""
+    spreads = []
+    for start in range(0, len(trajectories), group_size):
+        rewards = [t.reward for t in trajectories[start : start + group_size] if not t.failed]
+        if len(rewards) > 1:
+            spreads.append(float(torch.tensor(rewards).std()))
+    return sum(spreads) / len(spreads) if spreads else 0.0
+
+
 def plot(run_dir: Path, history: list[dict[str, Any]]) -> Path:
-    """reward.png: mean reward per step, and eval pass@1 where it was measured."""
-    import matplotlib
+    """reward.png (see curve)."""
+    path = run_dir / "reward.png"
+    curve(run_dir.name, history).savefig(path, dpi=100, bbox_inches="tight")
+    return path
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(7, 4))
-    steps = [line["step"] for line in history if "reward/mean" in line]
-    axis.plot(steps, [line["reward/mean"] for line in history if "reward/mean" in line], label="reward/mean")
+def curve(run_name: str, history: list[dict[str, Any]]) -> Any:
+    """The run's curve, titled with its name: the mean reward per step with a band of one std within the
+    groups around it, and eval pass@1 where it was measured (the final model's included). A matplotlib
+    Figure made without pyplot: no global state, nothing to close."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4))
+    axis = figure.add_subplot()
+    trained = [line for line in history if "reward/mean" in line]
+    steps = [line["step"] for line in trained]
+    means = [line["reward/mean"] for line in trained]
+    spreads = [line.get("reward/group_std", 0.0) for line in trained]
+    axis.plot(steps, means, label="reward/mean (training samples)")
+    axis.fill_between(steps, [m - s for m, s in zip(means, spreads)], [m + s for m, s in zip(means, spreads)],
+                      alpha=0.2, label="± std within a group (what GRPO learns from)")  # fmt: skip
     evals = [(line["step"], line["eval/pass@1"]) for line in history if "eval/pass@1" in line]
     if evals:
-        axis.plot(*zip(*evals), "o-", label="eval/pass@1")
-    axis.set_xlabel("step")
+        axis.plot(*zip(*evals), "o-", label="eval/pass@1 (held-out tasks)")
+    axis.set_title(run_name)
+    axis.set_xlabel("step (updates done)")
+    axis.set_ylabel("reward / pass@1")
     axis.legend()
     axis.grid(alpha=0.3)
-    path = run_dir / "reward.png"
-    figure.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(figure)
-    return path
+    return figure

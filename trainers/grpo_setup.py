@@ -9,17 +9,19 @@ import contextlib
 import dataclasses
 import json
 import random
+import sys
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import torch
 
-from gym_swe.errors import ConfigError, missing_dependency, unknown_name
+from gym_swe.errors import ConfigError, GymSweError, MissingDependencyError, missing_dependency, unknown_name
 from gym_swe.rollout.collector import collect, derive_seed
 from gym_swe.rollout.generators import Generator, SamplingParams, make_generator
 from gym_swe.rollout.generators.model_names import loading
-from gym_swe.rollout.stopping import Stop
+from gym_swe.rollout.stopping import Stop, interrupt_of, signals_interrupt
 
 if TYPE_CHECKING:
     from grpo_config import Args
@@ -71,14 +73,21 @@ def make_optimizer(args: Args, model: Any) -> tuple[Any, Any]:
     return optimizer, scheduler
 
 
-def make_env(args: Args) -> Any:
+def make_kwargs(args: Args) -> dict[str, Any]:
+    """``gymnasium.make``'s kwargs for --env: the task source, the sandbox, --env_kwargs, and --max_turns
+    where given (as the env's max_turns and its step limit both); else the env keeps the limit it registers,
+    as `gym-swe eval` does."""
     try:
         extra = json.loads(args.env_kwargs) if args.env_kwargs else {}
     except ValueError as error:
         raise ConfigError(f"--env_kwargs is not JSON: {error}") from None
+    turns = {"max_turns": args.max_turns, "max_episode_steps": args.max_turns} if args.max_turns else {}
+    return {"tasks": args.tasks, "sandbox": args.sandbox, **turns, **extra}
+
+
+def make_env(args: Args) -> Any:
     try:
-        return gymnasium.make(args.env, tasks=args.tasks, sandbox=args.sandbox, max_turns=args.max_turns,
-                              max_episode_steps=args.max_turns, **extra)  # fmt: skip
+        return gymnasium.make(args.env, **make_kwargs(args))
     except gymnasium.error.Error as error:
         raise ConfigError(f"--env {args.env!r}: {error}") from None
 
@@ -92,20 +101,36 @@ def make_ray_pool(args: Args, num_envs: int) -> Any:
     except ValueError as error:
         raise ConfigError(f"--ray_resources is not JSON: {error}") from None
     connect(args.ray_address)
-    extra = json.loads(args.env_kwargs) if args.env_kwargs else {}  # make_env has checked it
-    make_kwargs = dict(tasks=args.tasks, sandbox=args.sandbox, max_turns=args.max_turns,
-                       max_episode_steps=args.max_turns, **extra)  # fmt: skip
-    pool = RayEnvPool(args.env, make_kwargs, num_envs=num_envs, resources=resources)
+    pool = RayEnvPool(args.env, make_kwargs(args), num_envs=num_envs, resources=resources)
     print(f"envs: {len(pool)} in {len(pool.actors)} Ray actors at {args.ray_address} (run {pool.run_id})")
     return pool
 
 
-def task_ids(args: Args) -> tuple[list[str], list[str]]:
-    """(train, eval) task ids of the env (read from one env made for it and closed)."""
+@dataclasses.dataclass
+class EnvFacts:
+    """What the run needs to know of its env, read from one env made for it (and closed)."""
+
+    train_ids: list[str]
+    eval_ids: list[str]
+    max_turns: int | None  # the turns an episode may take (None: the env sets no limit we can read)
+
+
+def read_env(args: Args) -> EnvFacts:
     probe = make_env(args)
-    ids = split_tasks(args, [task.task_id for task in probe.unwrapped.tasks])
-    probe.close()
-    return ids
+    try:
+        train_ids, eval_ids = split_tasks(args, [task.task_id for task in probe.unwrapped.tasks])
+        limits = [getattr(probe.unwrapped, "max_turns", None), probe.spec and probe.spec.max_episode_steps]
+        known = [limit for limit in limits if isinstance(limit, int) and limit > 0]
+        return EnvFacts(train_ids, eval_ids, min(known) if known else None)
+    finally:
+        probe.close()
+
+
+def generation_budget(args: Args, max_turns: int | None) -> int:
+    """The most tokens a trajectory may sample: --max_new_tokens per turn over the env's turns, within
+    --max_model_len (Dr. GRPO's constant: the loss of every trajectory is divided by it, never by its own
+    length)."""
+    return min(max_turns * args.max_new_tokens, args.max_model_len) if max_turns else args.max_model_len
 
 
 def split_tasks(args: Args, task_ids: list[str]) -> tuple[list[str], list[str]]:
@@ -236,3 +261,22 @@ def _merged(model: Any) -> Any:
 
         return copy.deepcopy(model).merge_and_unload()
     return model
+
+
+def run_as_script(run: Callable[[], Any]) -> int:
+    """``python trainers/grpo.py``'s exit code: 0, or what ended the run in one line. A refusal before
+    anything ran (a ConfigError, a missing dependency) is exit 2; a generator or sandbox that broke down
+    mid-run, 1; Ctrl-C or SIGTERM (schedulers stop jobs with it), 130 or 143, after main has closed
+    everything and said so."""
+    with signals_interrupt():
+        try:
+            run()
+        except KeyboardInterrupt as error:
+            return interrupt_of(error).exit_code
+        except (ConfigError, MissingDependencyError) as error:
+            print(f"grpo.py: error: {error}", file=sys.stderr)
+            return 2
+        except GymSweError as error:
+            print(f"grpo.py: error: {type(error).__name__}: {error}", file=sys.stderr)
+            return 1
+    return 0

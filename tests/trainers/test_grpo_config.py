@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from grpo_config import Args, build_parser, parse_args
+from grpo_config import LOSS_DEFAULTS, Args, build_parser, parse_args
 
 from gym_swe.errors import ConfigError
 
@@ -40,6 +40,9 @@ from gym_swe.errors import ConfigError
     (["--model", "m", "--steps"], "argument --steps: expected one argument"),
     (["--model", "m", "--mixed_precision", "bf17"], "Unknown mixed_precision 'bf17'. Did you mean 'bf16'?"),
     (["--model", "m", "--generator", "vllm", "--async", "--max_staleness", "2"], "only 1"),
+    (["--model", "m", "--max_turns", "0"], "--max_turns must be >= 1"),
+    (["--model", "m", "--eps_low", "1.5"], r"--eps_low must be in \[0, 1\]"),
+    (["--model", "m", "--advantage_scale", "grup"], "Unknown advantage_scale 'grup'. Did you mean 'group'?"),
 ])  # fmt: skip
 def test_config_errors_say_why(flags: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -70,8 +73,8 @@ def test_help_has_the_sections_the_choices_and_config_and_no_empty_default() -> 
     assert [text.index(title) for title in sections] == sorted(text.index(title) for title in sections)
     assert "--config FILE" in text
     assert "--loss {dapo,grpo,dr_grpo,gspo,cispo}" in text and "--generator {hf,vllm,vllm-server}" in text
-    assert "(default: )" not in text and "(default: False)" not in text
-    assert "(default: 4)" in text  # --max_turns
+    assert "(default: )" not in text and "(default: False)" not in text and "(default: None)" not in text
+    assert "(default: 4)" in text  # --group_size
     # one spelling documented: the underscore one; --async as the README writes it
     assert "--max_turns" in text and "--max-turns" not in text
     assert "--async " in text and "--async_mode" not in text
@@ -79,11 +82,11 @@ def test_help_has_the_sections_the_choices_and_config_and_no_empty_default() -> 
 
 def flag_value(item: dataclasses.Field) -> tuple[str, object]:
     """A value for the field on the command line, and what it parses to (not the default)."""
-    kind = type(item.default)
+    kind = item.metadata["kind"]
     if kind is bool:
         return "true", True
     if item.metadata["choices"]:
-        choice = next(c for c in item.metadata["choices"] if c and c != item.default)
+        choice = next(c for c in item.metadata["choices"] if c and c != getattr(Args(), item.name))
         return choice, choice
     return {int: ("7", 7), float: ("0.5", 0.5), str: ("x", "x")}[kind]
 
@@ -108,3 +111,35 @@ def test_yaml_keys_take_the_flag_spellings_too(tmp_path: Path) -> None:
     config.write_text("model: m\nmax-turns: 3\ngenerator: vllm\nasync: true\n")
     args = parse_args(["--config", str(config), "--max-turns", "5"])
     assert (args.max_turns, args.async_mode) == (5, True)
+
+
+def test_max_turns_is_the_envs_own_unless_given() -> None:
+    """None: the env keeps the turn limit it registers (as `gym-swe eval`); a number overrides it."""
+    assert parse_args(["--model", "m"]).max_turns is None
+    assert parse_args(["--model", "m", "--max_turns", "3"]).max_turns == 3
+    assert "--max_turns N" in build_parser().format_help()
+
+
+@pytest.mark.parametrize(("loss", "low", "high", "scale"), [
+    ("dapo", 0.2, 0.28, "group"),  # DAPO: clip-higher
+    ("grpo", 0.2, 0.2, "group"),  # DeepSeekMath: symmetric
+    ("dr_grpo", 0.2, 0.2, "none"),  # Dr. GRPO: no division by the group's std
+    ("gspo", 3e-4, 4e-4, "group"),  # GSPO: the range of its sequence ratio
+    ("cispo", 1.0, 0.28, "group"),  # MiniMax-M1: no lower bound on the IS weight
+])  # fmt: skip
+def test_each_loss_takes_its_papers_defaults_and_a_flag_given_wins(
+    loss: str, low: float, high: float, scale: str
+) -> None:
+    args = parse_args(["--model", "m", "--loss", loss])
+    assert (args.eps_low, args.eps_high, args.advantage_scale) == (low, high, scale)
+    assert (Args(loss=loss).eps_low, Args(loss=loss).advantage_scale) == (low, scale)  # built in code too
+    given = parse_args(["--model", "m", "--loss", loss, "--eps_high", "0.5", "--advantage_scale", "batch"])
+    assert (given.eps_low, given.eps_high, given.advantage_scale) == (low, 0.5, "batch")
+
+
+def test_help_says_which_defaults_each_loss_takes() -> None:
+    text = " ".join(build_parser().format_help().split())
+    assert set(LOSS_DEFAULTS) == {"dapo", "grpo", "dr_grpo", "gspo", "cispo"}
+    assert "gspo: --eps_low 0.0003 --eps_high 0.0004 --advantage_scale group" in text
+    assert "dr_grpo: --eps_low 0.2 --eps_high 0.2 --advantage_scale none" in text
+    assert "default: the --loss's own" in text

@@ -117,7 +117,7 @@ def test_grpo_and_dr_grpo_normalisations() -> None:
     losses = token_losses()
     loss, _ = grpo.grpo_loss(LOGPS, OLD, ADV, MASK, "grpo")
     assert float(loss) == pytest.approx((sum(losses[0]) / 2 + sum(losses[1]) / 3) / 2, rel=1e-5)
-    loss, _ = grpo.grpo_loss(LOGPS, OLD, ADV, MASK, "dr_grpo", max_len=10)
+    loss, _ = grpo.grpo_loss(LOGPS, OLD, ADV, MASK, "dr_grpo", generation_budget=10)
     assert float(loss) == pytest.approx(sum(map(sum, losses)) / (2 * 10), rel=1e-5)
 
 

@@ -1,13 +1,15 @@
 """The trainer's run directory (trainers/grpo_run_dir.py): a used one refused unless resumed or overwritten,
-the last checkpoint found, --overwrite removing only what a run writes, and a step's metrics."""
+the last checkpoint found, --overwrite removing only what a run writes, a resumed run's logs (metrics.jsonl,
+step files, tensorboard) read back as one run, a step's metrics, and the curve."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from grpo_config import Args
-from grpo_run_dir import remove_run, run_directory, trajectory_metrics
+from grpo_run_dir import RunDirectory, curve, read_metrics, remove_run, run_directory, trajectory_metrics
 
 from gym_swe.errors import ConfigError
 from gym_swe.rollout.trajectory import Trajectory
@@ -56,12 +58,80 @@ def test_trajectory_metrics_are_means_over_the_trajectories_and_sums_of_time_and
     failed = trajectory(0.0, 1)
     failed.error = "sandbox died"
     trajectories = [trajectory(1.0, 2, tool_errors=1, resolved=True), trajectory(0.0, 1), failed]
-    metrics = trajectory_metrics(trajectories, zero_std_fraction=0.5, seconds=3.0)
+    metrics = trajectory_metrics(trajectories, group_size=3, zero_std_fraction=0.5, seconds=3.0)
     assert metrics["reward/mean"] == pytest.approx(1 / 3)
     assert metrics["reward/std"] == pytest.approx(0.57735, rel=1e-4)  # the sample std of 1, 0, 0
+    assert metrics["reward/group_std"] == pytest.approx(0.70711, rel=1e-4)  # of 1, 0: the failed one left out
     assert metrics["reward/resolved"] == pytest.approx(1 / 3)
     assert metrics["rollout/turns"] == pytest.approx(4 / 3)
     assert metrics["rollout/tool_error_rate"] == pytest.approx(2 / 4)
     assert metrics["rollout/failed"] == pytest.approx(1 / 3)
     assert metrics["rollout/sampled_tokens"] == 4 * 3
     assert (metrics["rollout/frac_zero_std_groups"], metrics["rollout/seconds"]) == (0.5, 3.0)
+
+
+def test_group_std_is_the_mean_spread_within_groups() -> None:
+    trajectories = [trajectory(r, 1) for r in (1.0, 0.0, 0.5, 0.5)]  # groups (1, 0) and (0.5, 0.5)
+    assert trajectory_metrics(trajectories, 2, 0.0, 0.0)["reward/group_std"] == pytest.approx(
+        0.70711 / 2, 1e-4
+    )
+
+
+def test_the_curve_has_the_run_name_its_axes_the_group_spread_and_the_final_eval() -> None:
+    history = [
+        {"step": 0, "reward/mean": 0.2, "reward/group_std": 0.1, "eval/pass@1": 0.0},
+        {"step": 1, "reward/mean": 0.5, "reward/group_std": 0.3},
+        {"step": 2, "eval/pass@1": 0.5},  # the final model's eval: no training line of its own
+    ]
+    axis = curve("my-run", history).axes[0]
+    assert axis.get_title() == "my-run"
+    assert axis.get_xlabel() == "step (updates done)" and axis.get_ylabel() == "reward / pass@1"
+    mean, evals = axis.get_lines()
+    assert list(mean.get_xdata()) == [0, 1] and list(evals.get_xdata()) == [0, 2]
+    (band,) = axis.collections  # mean -/+ the group std
+    low, high = band.get_paths()[0].get_extents().y0, band.get_paths()[0].get_extents().y1
+    assert (low, high) == (pytest.approx(0.1), pytest.approx(0.8))
+
+
+def test_a_resumed_run_reads_as_one_run(tmp_path: Path) -> None:
+    """Steps 0-3 written, then resumed from a checkpoint at step 2 (a crash after step 3, the last checkpoint
+    at 2): metrics.jsonl, the step files and tensorboard hold steps 0-3 once each, the resumed ones at 2-3."""
+    pytest.importorskip("tensorboard")
+    from accelerate import Accelerator
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = tmp_path / "run"
+
+    def write(steps: range, reward: float, resume_from: Path | None) -> None:
+        accelerator = Accelerator(log_with="tensorboard", project_dir=str(run))
+        run_dir = RunDirectory(run, accelerator)
+        run_dir.start(Args(), "tensorboard", resume_from)
+        for step in steps:
+            run_dir.write_step(
+                {"step": step, "reward/mean": reward + step}, [trajectory(0.0, 1)], "tensorboard"
+            )
+        accelerator.end_training()
+
+    write(range(4), 0.0, None)
+    settings = sorted(path for path in (run / "run").iterdir() if path.is_dir())  # accelerate's hparams
+    checkpoint = run / "checkpoints" / "step_2"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"step": 2, "version": 2}))
+    (run / "trajectories" / "step_00003.process1.jsonl").write_text("half a step\n")  # left by a crash
+    write(range(2, 4), 10.0, checkpoint)
+
+    assert [(line["step"], line["reward/mean"]) for line in read_metrics(run)] == [
+        (0, 0),
+        (1, 1),
+        (2, 12),
+        (3, 13),
+    ]
+    assert sorted(path.name for path in (run / "trajectories").iterdir()) == [
+        f"step_0000{step}.jsonl" for step in range(4)
+    ]
+    events = EventAccumulator(str(run / "run"))  # the tracker's directory: the run's name
+    events.Reload()
+    points = [(event.step, event.value) for event in events.Scalars("reward/mean")]
+    assert points == [(0, 0.0), (1, 1.0), (2, 12.0), (3, 13.0)]
+    # the settings are not stored again: a second copy would show in the viewer as a second run
+    assert sorted(path for path in (run / "run").iterdir() if path.is_dir()) == settings

@@ -24,20 +24,28 @@ def test_it_learns_on_a_small_env(tiny_bpe_model: Path, tmp_path: Path) -> None:
 
 
 def test_resume_continues_exactly(tiny_bpe_model: Path, tmp_path: Path) -> None:
+    """A run stopped after step 2 whose last checkpoint is at step 2 (as a crash in step 3 leaves it) goes on
+    from there to the weights of a run that never stopped, and its logs read as one run: metrics.jsonl and
+    tensorboard hold each step once, the resumed ones."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
     common = [*TOY_FLAGS, "--model", str(tiny_bpe_model), "--tasks_per_step", "2", "--group_size", "4",
               "--learning_rate", "1e-2", "--output_dir", str(tmp_path)]  # fmt: skip
     train(*common, "--steps", "4", "--run_name", "straight")
-    train(*common, "--steps", "2", "--run_name", "stopped")
-    out = train(*common, "--steps", "4", "--resume", str(tmp_path / "stopped"))
+    train(*common, "--steps", "3", "--save_every", "2", "--run_name", "stopped", "--log_with", "tensorboard")
+    checkpoint = tmp_path / "stopped" / "checkpoints" / "step_2"
+    out = train(*common, "--steps", "4", "--resume", str(checkpoint), "--log_with", "tensorboard")
     assert "4 steps" in out
     straight, resumed = weights(tmp_path / "straight" / "model"), weights(tmp_path / "stopped" / "model")
     assert straight.keys() == resumed.keys()
     for name in straight:
         assert torch.allclose(straight[name], resumed[name], atol=1e-6, rtol=0), name
     assert [r["step"] for r in metrics(tmp_path / "stopped")] == [0, 1, 2, 3]
-    assert [round(r["reward/mean"], 6) for r in metrics(tmp_path / "stopped")] == [
-        round(r["reward/mean"], 6) for r in metrics(tmp_path / "straight")
-    ]
+    expected = [round(r["reward/mean"], 6) for r in metrics(tmp_path / "straight")]
+    assert [round(r["reward/mean"], 6) for r in metrics(tmp_path / "stopped")] == expected
+    events = EventAccumulator(str(tmp_path / "stopped" / "stopped"))  # the tracker's logs: the run's name
+    events.Reload()
+    assert [(e.step, round(e.value, 6)) for e in events.Scalars("reward/mean")] == list(enumerate(expected))
 
 
 def test_two_processes_give_the_weights_of_one(tiny_bpe_model: Path, tmp_path: Path) -> None:
@@ -68,7 +76,7 @@ def test_two_processes_give_the_weights_of_one(tiny_bpe_model: Path, tmp_path: P
 @pytest.mark.bwrap
 def test_codedebug_smoke_run_writes_everything(tiny_bpe_model: Path, tmp_path: Path) -> None:
     """Two steps on CodeDebug-v0 in local sandboxes: trajectories, metrics, a checkpoint, the curve and the
-    final model written; eval at step 0 (the base model). A random model fixes nothing, so every reward is 0
+    final model written; eval at step 0 (the base model) and at step 2 (the final model). A random model fixes nothing, so every reward is 0
     and no group carries a gradient (frac_zero_std_groups is 1): the weights change here by AdamW's weight
     decay alone, which shows the optimizer stepped. Learning itself is shown on the toy env above."""
     from tests.conftest import require_bwrap
@@ -79,9 +87,10 @@ def test_codedebug_smoke_run_writes_everything(tiny_bpe_model: Path, tmp_path: P
                 "--eval_every", "2", "--learning_rate", "1e-2", "--weight_decay", "0.1", "--output_dir", str(tmp_path),
                 "--run_name", "cd", "--env_kwargs", '{"reward": "fraction"}')  # fmt: skip
     run = tmp_path / "cd"
-    assert str(run) in out and "reward.png" in out
+    assert str(run) in out and "reward.png" in out and "final model's eval pass@1" in out
     rows = metrics(run)
-    assert [row["step"] for row in rows] == [0, 1] and "eval/pass@1" in rows[0]
+    assert [row["step"] for row in rows] == [0, 1, 2] and "eval/pass@1" in rows[0]
+    assert sorted(rows[2]) == ["eval/pass@1", "step"]  # the final model: evaluated, not trained on
     assert rows[0]["rollout/failed"] == 0.0 and rows[0]["rollout/turns"] > 0
     assert rows[0]["rollout/frac_zero_std_groups"] == 1.0
     for name in ("reward/mean", "loss/entropy", "mismatch/kl", "perf/tokens_per_s", "rollout/env_seconds"):

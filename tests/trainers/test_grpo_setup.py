@@ -1,5 +1,6 @@
-"""The trainer's setup (trainers/grpo_setup.py): which tasks train and which are held out for eval, and
-env kwargs that are not JSON refused in one line."""
+"""The trainer's setup (trainers/grpo_setup.py): which tasks train and which are held out for eval, env
+kwargs that are not JSON refused in one line, the env's own turn limit kept unless --max_turns is given, and
+dr_grpo's generation budget."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 
 import pytest
 from grpo_config import Args
-from grpo_setup import make_env, split_tasks
+from grpo_setup import generation_budget, make_env, read_env, split_tasks
 
 from gym_swe.errors import ConfigError
 
@@ -35,3 +36,21 @@ def test_explicit_task_lists() -> None:
 def test_env_kwargs_that_are_not_json_are_one_line() -> None:
     with pytest.raises(ConfigError, match="--env_kwargs is not JSON"):
         make_env(Args(env_kwargs="{reward: fraction}"))
+
+
+def test_the_env_keeps_its_own_turn_limit_unless_max_turns_is_given() -> None:
+    """CodeDebug-v0 registers 30 turns: the trainer's env has 30 (it had --max_turns's old default, 4)."""
+    env = make_env(Args())
+    assert (env.unwrapped.max_turns, env.spec.max_episode_steps) == (30, 30)
+    env.close()
+    env = make_env(Args(max_turns=3))
+    assert (env.unwrapped.max_turns, env.spec.max_episode_steps) == (3, 3)
+    env.close()
+    assert read_env(Args()).max_turns == 30 and read_env(Args(max_turns=3)).max_turns == 3
+
+
+def test_the_generation_budget_is_the_most_a_trajectory_may_sample() -> None:
+    args = Args(max_new_tokens=100, max_model_len=1000)
+    assert generation_budget(args, 3) == 300  # three turns of 100 new tokens
+    assert generation_budget(args, 30) == 1000  # more than a trajectory holds
+    assert generation_budget(args, None) == 1000  # an env without a turn limit we can read

@@ -34,9 +34,14 @@ def test_vllm_in_process_serves_the_new_weights_after_each_sync(tiny_bpe_model: 
 
 
 def test_async_collects_one_step_off(tiny_bpe_model: Path, tmp_path: Path) -> None:
+    """Step t+1 collected while step t trains; the final model is evaluated after the generator has its
+    weights (async syncs as a step starts, and no step follows the last update)."""
     train(*FLAGS, "--model", str(tiny_bpe_model), "--steps", "3", "--generator", "vllm", "--async",
-          "--output_dir", str(tmp_path), "--run_name", "async", python=vllm_python(), env=VLLM_ENV)  # fmt: skip
+          "--eval_every", "3", "--eval_holdout", "2", "--output_dir", str(tmp_path), "--run_name", "async",
+          python=vllm_python(), env=VLLM_ENV)  # fmt: skip
     rows = metrics(tmp_path / "async")
+    assert [row["step"] for row in rows if "eval/pass@1" in row] == [0, 3]  # the base and the final model
+    rows = rows[:3]
     assert [row["async/staleness"] for row in rows] == [0, 1, 1]
     versions = [
         {json.loads(line)["policy_version"] for line in (tmp_path / "async" / "trajectories" / f"step_{n:05d}.jsonl")
