@@ -247,9 +247,13 @@ def _bundled_rows() -> list[dict[str, Any]]:
     return read_rows(bundled_data_dir() / "tasks.jsonl")
 
 
+def _hub_rows(name: str) -> list[dict[str, Any]]:
+    return read_hub_rows(*HUB_SOURCES[name])  # looked up when loaded
+
+
 NAMED_SOURCES: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "bundled": _bundled_rows,
-    **{name: functools.partial(read_hub_rows, *hub_source) for name, hub_source in HUB_SOURCES.items()},
+    **{name: functools.partial(_hub_rows, name) for name in HUB_SOURCES},
 }
 
 
