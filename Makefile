@@ -16,6 +16,7 @@ demo: system $(VENV)/.train
 test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
+	$(VENV)/bin/mypy
 	$(MAKE) --no-print-directory docs
 	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 \
 	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(PY) -m pytest
@@ -23,6 +24,7 @@ test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
+	$(VENV)/bin/mypy
 	$(MAKE) --no-print-directory docs
 
 # The documentation site (mkdocs.yml, docs/) into .tmp/site, strictly: a broken link, a missing page or a
@@ -83,4 +85,4 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .tmp .pytest_cache .hypothesis .coverage build dist *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info

@@ -4,10 +4,21 @@ gym_swe loads no env code (only ``gymnasium.make`` does)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, TypedDict
 
 from gymnasium.envs.registration import register, registry
 
-ENVS = [
+
+class EnvRegistration(TypedDict):
+    """The arguments of one ``gymnasium.register`` call."""
+
+    id: str
+    entry_point: str
+    max_episode_steps: int
+    kwargs: dict[str, Any]
+
+
+ENVS: list[EnvRegistration] = [
     {
         "id": "CodeDebug-v0",
         "entry_point": "gym_swe.envs.codedebug:CodeDebugEnv",

@@ -231,7 +231,9 @@ def validate(
         raise ConfigError(
             "exclude_tests applies to SWEGym-v0 tasks only; CodeDebug-v0 tasks have no test ids"
         )
-    env = gymnasium.make(env_id, **kwargs).unwrapped
+    from gym_swe.envs.unwrapped import tool_env
+
+    env = tool_env(gymnasium.make(env_id, **kwargs))
     selected = [env.tasks.get(task_id) for task_id in task_ids] if task_ids else list(env.tasks)
     progress = progress or Progress(file=None)
 

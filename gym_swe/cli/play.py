@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gym_swe.cli.options import ENV_HELP, add_sandbox, check_env, command
+
+if TYPE_CHECKING:
+    import gymnasium
 
 
 def add_to(commands: Any) -> None:
@@ -37,6 +40,8 @@ def add_to(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import gymnasium  # gym_swe, this package's parent, has registered the envs
 
+    from gym_swe.envs.unwrapped import tool_env
+
     check_env(args.env)
     kwargs = {"sandbox": args.sandbox}
     if args.tasks:
@@ -45,14 +50,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         options = {"task_id": args.task_id} if args.task_id else None
         observation, info = env.reset(seed=args.seed, options=options)
-        help_text = PLAY_HELP.format(
-            path=env.unwrapped.sandbox.workdir, ctrl_c=CTRL_C[_interrupt(env) is not None]
-        )
+        inner = tool_env(env)
+        assert inner.sandbox is not None  # reset made it
+        help_text = PLAY_HELP.format(path=inner.sandbox.workdir, ctrl_c=CTRL_C[_interrupt(env) is not None])
         print(observation)
         print(f"\n[task {info['task_id']}] {help_text}")
-        max_turns = env.unwrapped.max_turns
+        max_turns = inner.max_turns
         while True:
-            turn = len(env.unwrapped.history) + 1
+            turn = len(inner.history) + 1
             try:
                 entry = _read_entry(f"\n[turn {turn}/{max_turns}] > ")
             except EOFError:
@@ -157,7 +162,7 @@ def _action(entry: str) -> str:
     return f"<tool_call>{json.dumps({'name': 'bash', 'arguments': {'command': entry}})}</tool_call>"
 
 
-def _step(env: Any, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+def _step(env: gymnasium.Env[str, Any], action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
     """``env.step`` in a thread, so that Ctrl-C comes here while it runs: the first stops the running command
     (where the sandbox can: ``Sandbox.interrupt()``), a second one ends the game."""
     import threading
@@ -198,12 +203,15 @@ def _step(env: Any, action: str) -> tuple[str, float, bool, bool, dict[str, Any]
                 )
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["result"]
+    result: tuple[str, float, bool, bool, dict[str, Any]] = outcome["result"]
+    return result
 
 
-def _interrupt(env: Any) -> Callable[[], Any] | None:
+def _interrupt(env: gymnasium.Env[str, Any]) -> Callable[[], Any] | None:
     """The sandbox's way to stop the command it runs now, from another thread, where it has one."""
-    interrupt = getattr(env.unwrapped.sandbox, "interrupt", None)
+    from gym_swe.envs.unwrapped import tool_env
+
+    interrupt = getattr(tool_env(env).sandbox, "interrupt", None)
     return interrupt if callable(interrupt) else None
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from gym_swe.errors import FileTooLargeError, GradingError
 from gym_swe.grading.diffs import BINARY_FILE, SYMBOLIC_LINK, FilteredDiff
 from gym_swe.grading.hostgit import ScratchRepository
-from gym_swe.sandbox.executor_client import ExecutorSandbox
+from gym_swe.sandbox.base import Sandbox
 
 MAX_CHANGED_FILES = 5000
 MAX_CHANGED_BYTES = 64 * 1024 * 1024
@@ -58,7 +58,7 @@ class Entry:
         return "100755" if self.executable else "100644"
 
 
-def manifest(sandbox: ExecutorSandbox, workdir: str) -> dict[str, Entry]:
+def manifest(sandbox: Sandbox, workdir: str) -> dict[str, Entry]:
     """The files and links of ``workdir`` in ``sandbox``, by relative path (``.git`` left out)."""
     return dict(Entry.parse(raw) for raw in sandbox.manifest(workdir))
 
@@ -90,8 +90,8 @@ def compare(pristine: Mapping[str, Entry], agent: Mapping[str, Entry]) -> Change
 
 
 def take_diff(
-    agent: ExecutorSandbox,
-    pristine_sandbox: ExecutorSandbox,
+    agent: Sandbox,
+    pristine_sandbox: Sandbox,
     pristine: Mapping[str, Entry],
     workdir: str,
     reason_to_drop: Callable[[str, bool], str | None],
@@ -175,7 +175,7 @@ def shown_path(path: str) -> str:
 
 
 def _fetch(
-    sandbox: ExecutorSandbox, workdir: str, paths: list[str], entries: Mapping[str, Entry], dest: Path
+    sandbox: Sandbox, workdir: str, paths: list[str], entries: Mapping[str, Entry], dest: Path
 ) -> dict[str, bytes]:
     """The bytes of ``paths`` (regular files), checked against the hashes their manifest gave."""
     if not paths:

@@ -38,9 +38,9 @@ def literal_of(statement: ast.stmt) -> ast.expr | None:
         assert isinstance(call, ast.Call)
         candidates = list(call.args[:2])
     for candidate in candidates:
-        candidate = _unwrap_approx(candidate)
-        if candidate is not None and variable_leaves(candidate):
-            return candidate
+        unwrapped = _unwrap_approx(candidate)
+        if unwrapped is not None and variable_leaves(unwrapped):
+            return unwrapped
     return None
 
 
@@ -124,8 +124,8 @@ def alternatives(
         places = max(len(decimals.group(1)), 1)
         unit = 10.0**-places
         scale = max(abs(value) * rng.uniform(0.2, 0.6), rng.uniform(0.5, 2.0))
-        step = max(round(scale / unit), count + 2) * unit
-        texts = [f"{value + step * (index - slot):.{places}f}" for index in range(count + 1)]
+        float_step = max(round(scale / unit), count + 2) * unit
+        texts = [f"{value + float_step * (index - slot):.{places}f}" for index in range(count + 1)]
         texts[slot] = source
     elif isinstance(value, (str, bytes)):
         spelt = _string_variants(source, count, slot, words, rng, local)

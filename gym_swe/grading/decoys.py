@@ -137,7 +137,7 @@ def plant(
     planting = Planting()
     functions: dict[tuple[str, str], TestId] = {}
     for target in targets:
-        if target.file in sources and target.node is not None:
+        if target.file is not None and target.file in sources and target.node is not None:
             functions.setdefault((target.file, target.node), target)
     by_file: dict[str, list[str]] = {}
     for file, node in functions:

@@ -35,6 +35,11 @@ import subprocess
 import sys
 import time
 
+# The type checker's names, for the type comments below: typing is never imported when this runs.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any  # noqa: F401  (used in type comments, which ruff does not read)
+
 MAX_DEPTH = 60
 MAX_ITEMS = 1000000
 NOBODY = 65534
@@ -69,7 +74,7 @@ def encode(value, depth=0, budget=None):
     if depth > MAX_DEPTH or budget[0] < 0:
         raise ValueError("value too deep or too large to compare")
     if value is None or isinstance(value, bool):
-        return value if type(value) in (bool, type(None)) else bool(int.__int__(value))
+        return value if type(value) in (bool, type(None)) else bool(int.__int__(value))  # type: ignore[arg-type]
     if isinstance(value, int):
         return int.__int__(value)
     if isinstance(value, float):
@@ -80,7 +85,8 @@ def encode(value, depth=0, budget=None):
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, complex):
-        return {"$": "complex", "v": [complex.__complex__(value).real, complex.__complex__(value).imag]}
+        # the slots themselves: complex.__complex__ exists only from Python 3.11
+        return {"$": "complex", "v": [complex.real.__get__(value), complex.imag.__get__(value)]}
     if isinstance(value, (bytes, bytearray)):
         return {"$": "bytes", "v": base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -89,7 +95,7 @@ def encode(value, depth=0, budget=None):
             if isinstance(value, base):
                 kind = base.__name__
                 break
-        items = list(base.__iter__(value))
+        items = list(base.__iter__(value))  # type: ignore[arg-type]  # value is an instance of base
         return {"$": kind, "v": [encode(item, depth + 1, budget) for item in items]}
     if isinstance(value, dict):
         return {
@@ -106,7 +112,7 @@ def encode(value, depth=0, budget=None):
 def decode(data):
     if not isinstance(data, dict):
         return data
-    kind, value = data.get("$"), data.get("v")
+    kind, value = data.get("$"), data.get("v")  # type: Any, Any  # JSON from the worker
     if kind == "float":
         return float(value)
     if kind == "complex":
@@ -187,7 +193,7 @@ class Worker(object):
         self.entry_point = entry_point
         self.log = log
         self.source = source  # this file's text as the runner read it, before any worker existed
-        self.process = None
+        self.process = None  # type: Any  # the worker's subprocess.Popen while one runs
         self.buffer = b""
         self.started = 0  # workers started so far: after the first, the solution's code has run here
 
@@ -295,7 +301,7 @@ def run_tests(config, log, source):
     def candidate(*args, **kwargs):
         return worker.call(args, kwargs, current["deadline"])
 
-    namespace = {"__name__": "__gym_swe_tests__"}
+    namespace = {"__name__": "__gym_swe_tests__"}  # type: dict[str, object]
     exec(compile(config.get("reference", ""), "<reference>", "exec"), namespace)
     namespace[entry_point] = candidate
     tree = ast.parse(test_source)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from gym_swe.errors import GymSweError
 from gym_swe.grading.base import OUTCOMES, Grade, TestResult, reward_for
@@ -86,11 +87,12 @@ def grade_function(
     )
 
 
-def _report(stdout: str) -> dict | None:
+def _report(stdout: str) -> dict[str, Any] | None:
     for line in reversed(stdout.splitlines()):
         if line.startswith(REPORT_PREFIX):
             try:
-                return json.loads(line[len(REPORT_PREFIX) :])
+                report: dict[str, Any] = json.loads(line[len(REPORT_PREFIX) :])
+                return report
             except json.JSONDecodeError:
                 return None
     return None

@@ -28,6 +28,11 @@ import json
 import os
 import sys
 
+# The type checker's names, for the type comments below: typing is never imported when this runs.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any  # noqa: F401  (used in type comments, which ruff does not read)
+
 ENTRY_POINT_GROUP = "pytest11"
 
 
@@ -108,7 +113,7 @@ def locate_config(workdir, files):
         determine = findpaths.determine_setup
         parameters = inspect.signature(determine).parameters
         args = list(files) or [workdir]
-        options = {}
+        options = {}  # type: dict[str, Any]  # what this pytest version's determine_setup takes
         if "invocation_dir" in parameters:
             import pathlib
 
@@ -145,10 +150,10 @@ def probe(workdir, files):
 
             report["self_hosted"] = True
         except Exception as again:
-            pytest = None
+            pytest = None  # type: ignore[assignment]
             report["error"] = "%s: %s" % (type(again).__name__, again)
     except Exception as error:  # reported, and the grader says why it cannot run the tests
-        pytest = None
+        pytest = None  # type: ignore[assignment]
         report["error"] = "%s: %s" % (type(error).__name__, error)
     report["pytest"] = getattr(pytest, "__version__", "?") if pytest is not None else None
     report["pytest_file"] = getattr(pytest, "__file__", "?") if pytest is not None else None
@@ -208,16 +213,16 @@ def plain(value, depth=0, budget=None):
         if isinstance(value, kind):
             return {
                 "$": kind.__name__,
-                "v": [plain(item, depth + 1, budget) for item in kind.__iter__(value)],
+                "v": [plain(item, depth + 1, budget) for item in kind.__iter__(value)],  # type: ignore[arg-type]
             }
     if isinstance(value, dict):
         items = [[plain(k, depth + 1, budget), plain(v, depth + 1, budget)] for k, v in dict.items(value)]
         return {"$": "dict", "v": items}
     # A number of another type (Fraction, Decimal, numpy's) that is exactly an int or a float, as that one
     try:
-        for kind in (int, float):
-            if kind(value) == value and type(kind(value)) is kind:
-                return plain(kind(value), depth, budget)
+        for number_type in (int, float):
+            if number_type(value) == value and type(number_type(value)) is number_type:
+                return plain(number_type(value), depth, budget)
     except Exception:
         pass
     raise NotPlain(type(value).__name__)
@@ -251,7 +256,7 @@ def install_recorder(path):
         if op is not None and not record["held"]:
             raise AssertionError("%r %s %r does not hold" % (actual, op, expected))
 
-    builtins._gym_seal = seal
+    builtins._gym_seal = seal  # type: ignore[attr-defined]  # a name of our own, for the sealed checks
 
 
 def held(op, actual, expected):

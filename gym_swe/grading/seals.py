@@ -181,9 +181,11 @@ def _table(function: ast.FunctionDef | ast.AsyncFunctionDef) -> _Table | None:
     if len(marks) != 1 or not isinstance(marks[0], ast.Call):
         return None
     call = marks[0]
-    if call.keywords or len(call.args) != 2 or not isinstance(call.args[1], (ast.List, ast.Tuple)):
+    if call.keywords or len(call.args) != 2:
         return None
     names, table = call.args
+    if not isinstance(table, (ast.List, ast.Tuple)):
+        return None
     if isinstance(names, ast.Constant) and isinstance(names.value, str):
         parameters = [name.strip() for name in names.value.split(",")]
     elif isinstance(names, (ast.List, ast.Tuple)) and all(
@@ -330,7 +332,7 @@ def seal(
             for node in ast.walk(tree)
             if isinstance(node, (ast.Assert, ast.Expr))
         }
-        edits: list[tuple[ast.AST, str]] = []
+        edits: list[tuple[ast.stmt | ast.expr, str]] = []
         made: list[Seal] = []
         names: dict[str, str] = {}
         rows: dict[tuple[str, int], list[Check]] = {}
@@ -355,8 +357,8 @@ def seal(
                 edits += sealed_table[0]
                 made += sealed_table[1]
                 names.update(sealed_table[2])
-        for statement, call in sorted(edits, key=lambda edit: edit[0].lineno, reverse=True):  # type: ignore[attr-defined]
-            lines = test_source.replaced(lines, statement, call)
+        for edited, replacement in sorted(edits, key=lambda edit: edit[0].lineno, reverse=True):
+            lines = test_source.replaced(lines, edited, replacement)
         text = "".join(lines)
         try:
             ast.parse(text)
@@ -380,7 +382,7 @@ def _seal_table(
     checks: list[Check],
     rng: random.Random,
     calibrating: bool,
-) -> tuple[list[tuple[ast.AST, str]], list[Seal], dict[str, str]] | None:
+) -> tuple[list[tuple[ast.stmt | ast.expr, str]], list[Seal], dict[str, str]] | None:
     """The edits that seal a table's column (all its rows, or none), its seals, and its cases' names."""
     definition = test_source.find_test(tree, node.split("::")[1:])
     table = _table(definition[0]) if definition is not None else None
@@ -389,7 +391,7 @@ def _seal_table(
     ) if definition is not None else None  # fmt: skip
     form = _column_form(statement, definition[0], table) if statement and definition and table else None
     by_row = {check.row: check for check in checks}
-    if table is None or form is None or sorted(by_row) != list(range(len(table.rows))):
+    if table is None or statement is None or form is None or sorted(by_row) != list(range(len(table.rows))):
         return None
     op, actual, parameter = form
     if any(check.op != op or check.column != parameter for check in checks):
@@ -411,7 +413,7 @@ def _seal_table(
     if calibrating:
         expected = ", ".join(f'"{tokens[row]}": ({by_row[row].expected})' for row in by_row)
         call += f", {{{expected}}}[{parameter}], {op!r}"
-    edits: list[tuple[ast.AST, str]] = [(mark, rewritten), (statement, call + ")")]  # type: ignore[list-item]
+    edits: list[tuple[ast.stmt | ast.expr, str]] = [(mark, rewritten), (statement, call + ")")]
     made = [Seal(tokens[row], by_row[row]) for row in by_row]
     names = {f"{node}[{ids[row]}]": node + by_row[row].case for row in by_row}
     return edits, made, names
@@ -452,7 +454,8 @@ def decode(data: Any) -> Any:
     """A recorded value (the driver's tagged JSON) as Python data."""
     if not isinstance(data, dict):
         return data
-    kind, value = data.get("$"), data.get("v")
+    kind = data.get("$")
+    value: Any = data.get("v")  # JSON the run wrote
     if kind == "float":
         return float(value)
     if kind == "bytes":

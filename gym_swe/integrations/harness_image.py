@@ -69,7 +69,7 @@ def base_platform(base: str) -> dict[str, Any]:
     output = docker_client().containers.run(
         base, ["python3", "-c", PLATFORM_PROBE], network_mode="none", remove=True, entrypoint=[]
     )
-    found = json.loads(output.decode().strip().splitlines()[-1])
+    found: dict[str, Any] = json.loads(output.decode().strip().splitlines()[-1])
     found["libc"] = list(found["libc"])
     return found
 

@@ -29,12 +29,16 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
 from gym_swe.errors import ConfigError, GymSweError, missing_dependency
+
+if TYPE_CHECKING:
+    from gym_swe.rollout.generators.base import Generator
+    from gym_swe.rollout.trajectory import Trajectory
 
 EPISODE_OVER = "The episode is over: no more tool calls run. Stop here."
 
@@ -42,12 +46,12 @@ EPISODE_OVER = "The episode is over: no more tool calls run. Stop here."
 # -- environment_factory ------------------------------------------------------------------------------------
 # One typed method per gym_swe tool. TRL builds each tool's schema from the signature and the docstring,
 # which `_tool_method` writes from the env's own schema, so the model sees what it would see from the env.
-def _bash(self, command: str, timeout: int | None = None) -> str:
+def _bash(self: GymSweEnvironment, command: str, timeout: int | None = None) -> str:
     return self._call("bash", {"command": command, "timeout": timeout})
 
 
 def _str_replace_editor(
-    self,
+    self: GymSweEnvironment,
     command: Literal["view", "create", "str_replace", "insert", "undo_edit"],
     path: str,
     file_text: str | None = None,
@@ -61,7 +65,7 @@ def _str_replace_editor(
     return self._call("str_replace_editor", arguments)
 
 
-def _submit(self) -> str:
+def _submit(self: GymSweEnvironment) -> str:
     return self._call("submit", {})
 
 
@@ -90,7 +94,9 @@ def _tool_method(schema: dict[str, Any]) -> Callable[..., str]:
     lines += ["", "Returns:", "    What the tool printed, or why it could not run."]
     method.__qualname__ = function["name"]
     method.__doc__ = "\n".join(lines)
-    method.__annotations__ = dict(implementation.__annotations__)
+    # All but self's (there for the type checker): TRL would take an annotated self for a tool argument.
+    hints = implementation.__annotations__
+    method.__annotations__ = {key: hint for key, hint in hints.items() if key != "self"}
     return method
 
 
@@ -124,14 +130,17 @@ class GymSweEnvironment:
         options = {"task_id": task_id} if task_id is not None else None
         _, info = self._env.reset(options=options)
         self._info, self._done, self._started = info, False, True
-        return info["messages"][-1]["content"]
+        prompt: str = info["messages"][-1]["content"]
+        return prompt
 
     def get_reward(self) -> float:
         """The grade's reward. An episode the model ended without ``submit`` is graded as it stands."""
         if not self._started:
             raise GymSweError("get_reward() before reset(): no episode to grade")
         if not self._done:
-            self._info = self._env.unwrapped.truncate("no_tool_call")
+            from gym_swe.envs.unwrapped import tool_env
+
+            self._info = tool_env(self._env).truncate("no_tool_call")
             self._done = True
         return float(self._info["reward_grade"])
 
@@ -158,15 +167,18 @@ class GymSweEnvironment:
         )
         if terminated or truncated:
             self._info, self._done = info, True
-        return observation
+        text: str = observation
+        return text
 
 
 def environment_class(env_id: str = "CodeDebug-v0", **make_kwargs: Any) -> type[GymSweEnvironment]:
     """A `GymSweEnvironment` class for ``env_id`` made with ``make_kwargs`` (``tasks=``, ``sandbox=``,
     ``max_turns=``, ``tools=``...): pass it as ``environment_factory``. Its tools are the env's."""
+    from gym_swe.envs.unwrapped import tool_env
+
     probe = gymnasium.make(env_id, **make_kwargs)
     try:
-        schemas = probe.unwrapped.toolbox.schemas()
+        schemas = tool_env(probe).toolbox.schemas()
     finally:
         probe.close()
     names = [schema["function"]["name"] for schema in schemas]
@@ -208,7 +220,9 @@ def trl_dataset(
         raise missing_dependency("datasets", "datasets") from None
     if not isinstance(repeat, int) or repeat < 1:
         raise ConfigError(f"repeat must be an int >= 1, got {repeat!r}")
-    env = gymnasium.make(env_id, **make_kwargs).unwrapped
+    from gym_swe.envs.unwrapped import tool_env
+
+    env = tool_env(gymnasium.make(env_id, **make_kwargs))
     try:
         ids = list(task_ids) if task_ids is not None else [task.task_id for task in env.tasks]
         rows: dict[str, list[Any]] = {"prompt": [], "task_id": []}
@@ -276,7 +290,7 @@ class GymSweRollout:
     def __init__(
         self,
         env_id: str = "CodeDebug-v0",
-        generator: Any = None,
+        generator: Generator | None = None,
         parallel: int = 16,
         max_model_len: int = 8192,
         **make_kwargs: Any,
@@ -288,7 +302,7 @@ class GymSweRollout:
         self._envs: list[Any] = []
         self._task_by_prompt: dict[str, str] = {}
         self._synced_step: int | None = None
-        self.trajectories: list[Any] = []
+        self.trajectories: list[Trajectory] = []
         """The last batch's trajectories, in prompt order (for logs and checks)."""
 
     def dataset(self, task_ids: Sequence[str] | None = None, repeat: int = 1) -> Any:
@@ -332,7 +346,7 @@ class GymSweRollout:
         # The collector plays n samples of each task; a batch can hold tasks with different counts (a group
         # split across processes), so each count gets a call of its own.
         counts = Counter(task_ids)
-        by_job: dict[tuple[str, int], Any] = {}
+        by_job: dict[tuple[str, int], Trajectory] = {}
         for count in sorted(set(counts.values())):
             tasks = [task for task in dict.fromkeys(task_ids) if counts[task] == count]
             found = collect(self._envs, generator, tasks, samples_per_task=count, sampling=sampling,
@@ -359,7 +373,7 @@ class GymSweRollout:
         steps = {"max_episode_steps": max_turns} if max_turns else {}
         return gymnasium.make(self.env_id, **steps, **self.make_kwargs)
 
-    def _generator(self, trainer: Any) -> Any:
+    def _generator(self, trainer: Any) -> Generator:
         if self.generator is None:
             from gym_swe.rollout.generators.hf import HFGenerator
 
@@ -376,7 +390,7 @@ def _prompt_key(prompt: Any) -> str:
     return json.dumps(prompt, sort_keys=True, ensure_ascii=False)
 
 
-def _trl_fields(trajectories: Sequence[Any]) -> dict[str, list[Any]]:
+def _trl_fields(trajectories: Sequence[Trajectory]) -> dict[str, list[Any]]:
     """What TRL's rollout_func returns, one completion per trajectory: the exact ids, the sampling
     log-probabilities (0.0 where the env, not the model, wrote the token: ``env_mask`` masks those out),
     and the env's reward and grade."""

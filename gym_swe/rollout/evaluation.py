@@ -35,7 +35,7 @@ def summarize(trajectories: Iterable[Trajectory], ks: Sequence[int] = (1,)) -> d
     tasks = []
     for task_id, group in by_task.items():
         n, c = len(group), sum(t.resolved for t in group)
-        row = {
+        row: dict[str, Any] = {
             "task_id": task_id,
             "n": n,
             "resolved": c,

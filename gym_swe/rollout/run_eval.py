@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, SupportsFloat, TextIO
 
 import gymnasium
 
@@ -150,7 +150,7 @@ class TurnCallback(gymnasium.Wrapper):
         super().__init__(env)
         self._on_turn = on_turn
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         result = self.env.step(action)
         self._on_turn()
         return result
@@ -172,14 +172,17 @@ def run_eval(options: EvalOptions, play: Callable[..., list[Trajectory]] = colle
 
 
 def _run(options: EvalOptions, play: Callable[..., list[Trajectory]]) -> int:
+    from gym_swe.envs.unwrapped import tool_env
+
     kwargs: dict[str, Any] = {"tasks": options.tasks, "sandbox": options.sandbox}
     if options.max_turns:
         kwargs.update(max_turns=options.max_turns, max_episode_steps=options.max_turns)
     probe = gymnasium.make(options.env, **kwargs)
     try:
+        tasks = tool_env(probe).tasks
         for task_id in options.task_ids:  # an unknown one is refused before the model loads, as `play` does
-            probe.unwrapped.tasks.get(task_id)
-        task_ids = list(options.task_ids) or probe.unwrapped.tasks.ids
+            tasks.get(task_id)
+        task_ids = list(options.task_ids) or tasks.ids
     finally:
         probe.close()
     if options.limit:
@@ -190,6 +193,8 @@ def _run(options: EvalOptions, play: Callable[..., list[Trajectory]]) -> int:
     )
     total = len(task_ids) * options.samples
     progress = Progress(total)
+    make_env: Callable[[], gymnasium.Env[Any, Any]]
+    turns: dict[str, Any]
     if play is collect:  # gym_swe's tool loop: a turn is an env step
         make_env, turns = (lambda: TurnCallback(gymnasium.make(options.env, **kwargs), progress.on_turn)), {}
     else:  # a harness steps the env only to submit: its turns are its model's, which it counts

@@ -16,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
+from gym_swe.sandbox.base import Sandbox
+
 STOP_GRACE_SECONDS = 10.0
 """How long a stopped collection waits for the commands it interrupted (a command may ignore SIGINT) before
 it closes their sandboxes, which ends them for sure."""
@@ -153,9 +155,10 @@ class Stop:
         threads.shutdown(wait=True)
 
 
-def _sandbox_of(env: Any) -> Any:
+def _sandbox_of(env: Any) -> Sandbox | None:
     """The sandbox of an env in this process (None for an env elsewhere: a Ray actor's, a remote one)."""
-    return getattr(getattr(env, "unwrapped", None), "sandbox", None)
+    sandbox: Sandbox | None = getattr(getattr(env, "unwrapped", None), "sandbox", None)
+    return sandbox
 
 
 def quietly(action: Callable[[], Any]) -> None:

@@ -209,9 +209,10 @@ def make_tiny_tool_caller(
     import gymnasium
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import get_json_schema
+    from transformers.utils.chat_template_utils import get_json_schema
 
     import gym_swe  # noqa: F401  (registers the envs)
+    from gym_swe.envs.unwrapped import tool_env
     from gym_swe.rollout.chat import ChatFormat
 
     # The name says what it learnt (v3: every turn, on the env's tool results), the other renderings included.
@@ -226,7 +227,8 @@ def make_tiny_tool_caller(
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = AutoModelForCausalLM.from_pretrained(str(base))
     env = gymnasium.make("CodeDebug-v0")
-    schemas = env.unwrapped.toolbox.schemas()
+    code_debug = tool_env(env)
+    schemas = code_debug.toolbox.schemas()
     chat = ChatFormat(tokenizer, schemas)
     reply = [*tokenizer(TOOL_CALL_REPLY, add_special_tokens=False)["input_ids"], chat.end_of_turn_id()]
     # The call as a structured assistant message: the env step TRL's environment class takes for it.
@@ -236,7 +238,7 @@ def make_tiny_tool_caller(
     examples = []  # (ids, labels): a whole episode, each reply trained on
     try:
         # Tasks whose test script ends at once (a looping bug's would run until the tool's timeout).
-        quick = [task for task in env.unwrapped.tasks if task.failure_symptoms == "incorrect output"]
+        quick = [task for task in code_debug.tasks if task.failure_symptoms == "incorrect output"]
         for task in quick[:TOOL_CALLER_TASKS]:
             _, info = env.reset(options={"task_id": task.task_id})
             opening = info["messages"]

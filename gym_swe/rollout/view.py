@@ -12,6 +12,7 @@ import html
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from gym_swe.errors import ConfigError, unknown_name
 from gym_swe.rollout.trajectory import Trajectory
@@ -95,7 +96,7 @@ def load_trajectories(path: str | Path) -> list[Trajectory]:
     return trajectories
 
 
-def _message(message: dict, note: str = "") -> str:
+def _message(message: dict[str, Any], note: str = "") -> str:
     role = html.escape(str(message.get("role", "?")))
     parts = [html.escape(str(message.get("content") or ""))]
     for call in message.get("tool_calls") or []:
@@ -182,10 +183,10 @@ def _episode(trajectory: Trajectory, systems: dict[str, int]) -> str:
     return f'<details class="episode" data-outcome="{state}">{summary}{"".join(body)}</details>'
 
 
-def _group(grade: dict, name: str) -> str:
+def _group(grade: dict[str, Any], name: str) -> str:
     for group, names in (grade.get("groups") or {}).items():
         if name in names:
-            return group
+            return str(group)  # a JSON object's key
     return ""
 
 

@@ -15,12 +15,13 @@ BACKENDS: dict[str, str] = {
 }
 
 
-def backend_class(name: str) -> type:
+def backend_class(name: str) -> type[Sandbox]:
     """The class that implements backend ``name``; an unknown name lists the known ones."""
     if name not in BACKENDS:
         raise ConfigError(unknown_name("sandbox backend", name, BACKENDS))
     module, _, attribute = BACKENDS[name].partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    backend: type[Sandbox] = getattr(importlib.import_module(module), attribute)
+    return backend
 
 
 def check_limits(backend: str, limits: Limits) -> None:

@@ -394,7 +394,7 @@ class Executor(object):
         out, err = BoundedCapture(limit), BoundedCapture(limit)
         start = time.monotonic()
         process = None
-        failure = None
+        failure = None  # type: Exception | None
         self.interrupt_requested = False
         try:
             process = self.spawn(header["cmd"], cwd, env)

@@ -18,13 +18,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol, TypeVar
 
 from gym_swe.errors import FileTooLargeError, SandboxCrashedError, SandboxError, SandboxExhaustedError
 from gym_swe.sandbox.base import ExecResult, Limits, join_head_tail
 from gym_swe.sandbox.protocol import MAX_HEADER_BYTES, ProtocolViolation, check_reply, parse_header
 
 EXECUTOR_PATH = Path(__file__).with_name("executor.py")
+_Box = TypeVar("_Box", bound="ExecutorSandbox")  # `with DockerSandbox(...) as box` gives a DockerSandbox
 
 # Seconds the host waits beyond a command's own timeout before it declares the executor hung: the executor
 # enforces the timeout itself, so this only fires when the sandbox is wedged (or killed from outside).
@@ -154,7 +155,7 @@ class ExecutorSandbox(ABC):
         finally:
             self._stop()
 
-    def __enter__(self) -> ExecutorSandbox:
+    def __enter__(self: _Box) -> _Box:
         return self
 
     def __exit__(

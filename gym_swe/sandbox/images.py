@@ -65,7 +65,8 @@ def existing_recipe(name: str) -> str | None:
         image = client.images.get(name)
     except Exception:
         return None
-    return (image.labels or {}).get("gym_swe.recipe", "")
+    recipe: str = (image.labels or {}).get("gym_swe.recipe", "")  # docker's labels: text
+    return recipe
 
 
 def registry_reachable() -> bool:

@@ -11,7 +11,8 @@ from gym_swe.errors import TaskError, TaskFormatError, missing_dependency, unkno
 
 
 class Task(Protocol):
-    task_id: str
+    @property
+    def task_id(self) -> str: ...  # read-only, so that frozen task records match
 
 
 T = TypeVar("T", bound=Task)
@@ -64,7 +65,8 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
             import pyarrow.parquet as parquet
         except ImportError:
             raise missing_dependency("pyarrow", "datasets") from None
-        return parquet.read_table(path).to_pylist()
+        table: list[dict[str, Any]] = parquet.read_table(path).to_pylist()
+        return table
     if suffix in (".jsonl", ".ndjson"):
         rows = []
         with path.open(encoding="utf-8") as handle:

@@ -34,6 +34,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,16 +210,17 @@ def project_name(tree: Path) -> str | None:
         text = (tree / "pyproject.toml").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         text = ""
-    try:
-        import tomllib  # Python >= 3.11
+    if sys.version_info >= (3, 11):
+        import tomllib
 
-        project = tomllib.loads(text).get("project", {})
-        names.append(project.get("name", "") if isinstance(project, dict) else "")
-    except ImportError:
+        try:
+            project = tomllib.loads(text).get("project", {})
+            names.append(project.get("name", "") if isinstance(project, dict) else "")
+        except ValueError:
+            pass
+    else:
         found = PYPROJECT_NAME.search(text)
         names.append(found.group(1) if found else "")
-    except ValueError:
-        pass
     config = configparser.RawConfigParser()
     try:
         config.read(tree / "setup.cfg", encoding="utf-8")

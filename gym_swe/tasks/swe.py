@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -197,10 +197,10 @@ def task_from_row(row: Mapping[str, Any], number: int, source: str) -> SWETask:
         if name not in row:
             raise TaskFormatError(f"{where}: missing field {name!r}")
     optional = ("patch", "hints_text", "version", "environment_setup_commit", "created_at", "image")
-    text = {name: row.get(name) or "" for name in optional}
-    for name, value in text.items():
-        if not isinstance(value, str):
-            text[name] = str(value)
+    text: dict[str, str] = {}
+    for name in optional:
+        value = row.get(name) or ""
+        text[name] = value if isinstance(value, str) else str(value)
     lists = {name: _id_list(row[name], name, where) for name in ("FAIL_TO_PASS", "PASS_TO_PASS")}
     # Real records carry stray pieces of pytest's output (pytest-dev__pytest-5227: '[100%]'): no test has
     # such an id, so they are dropped here rather than failing every grade.
@@ -227,7 +227,12 @@ def task_from_row(row: Mapping[str, Any], number: int, source: str) -> SWETask:
         environment=Environment.from_value(environment, where, text["version"]),
         source=source,
         dropped_ids=tuple(dict.fromkeys(dropped)),
-        **text,
+        patch=text["patch"],
+        hints_text=text["hints_text"],
+        version=text["version"],
+        environment_setup_commit=text["environment_setup_commit"],
+        created_at=text["created_at"],
+        image=text["image"],
     )
     excluded = _id_list(row.get("exclude_tests") or [], "exclude_tests", where)
     return without_tests(task, excluded)
@@ -242,9 +247,13 @@ def _bundled_rows() -> list[dict[str, Any]]:
     return read_rows(bundled_data_dir() / "tasks.jsonl")
 
 
-NAMED_SOURCES = {
+def _hub_rows(name: str) -> list[dict[str, Any]]:
+    return read_hub_rows(*HUB_SOURCES[name])  # looked up when loaded
+
+
+NAMED_SOURCES: dict[str, Callable[[], list[dict[str, Any]]]] = {
     "bundled": _bundled_rows,
-    **{name: (lambda name=name: read_hub_rows(*HUB_SOURCES[name])) for name in HUB_SOURCES},
+    **{name: functools.partial(_hub_rows, name) for name in HUB_SOURCES},
 }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import os
 import runpy
 import shlex
 from collections.abc import Mapping
@@ -60,10 +61,10 @@ def swebench_tables() -> SwebenchTables | None:
     except metadata.PackageNotFoundError:
         return None
     for name in TABLE_FILES:
-        path = distribution.locate_file(name)
-        if not path.is_file():
+        path = str(distribution.locate_file(name))  # an installed distribution's file: a path on disk
+        if not os.path.isfile(path):
             continue
-        namespace = runpy.run_path(str(path))  # a module of constants: dicts and strings
+        namespace = runpy.run_path(path)  # a module of constants: dicts and strings
         for table in TABLE_NAMES:
             if isinstance(namespace.get(table), Mapping):
                 return SwebenchTables(

@@ -70,8 +70,10 @@ class Tool(ABC):
         except SandboxError as error:
             return ToolResult(output=f"{self.name}: the sandbox refused the request: {error}", ok=False)
 
+    # `*args: Any, **arguments: Any` lets each tool name its own arguments (the type checker reads it as
+    # "any signature"); they come as keywords, checked against ``parameters`` first.
     @abstractmethod
-    def run(self, sandbox: Sandbox, **arguments: Any) -> ToolResult:
+    def run(self, sandbox: Sandbox, *args: Any, **arguments: Any) -> ToolResult:
         """Do the work. Raise `ToolError` with a model-facing message for a misuse."""
 
     def reset(self) -> None:  # noqa: B027 (most tools keep no state: doing nothing is the right default)

@@ -278,10 +278,11 @@ def parse_completion(response: Any) -> Sample:
         ids = [int(token.split(":", 1)[1]) for token in logprobs["tokens"]]  # "token_id:<n>"
     if ids is None:
         raise ValueError("no token ids: the server needs return_token_ids or return_tokens_as_token_ids")
-    values = None
+    values: list[float] | None = None
     if logprobs and logprobs.get("token_logprobs") is not None:
-        values = [None if v is None else float(v) for v in logprobs["token_logprobs"]]
-        values = None if any(v is None for v in values) or len(values) != len(ids) else values
+        raw = logprobs["token_logprobs"]
+        given = [float(v) for v in raw if v is not None]
+        values = given if len(given) == len(raw) == len(ids) else None  # all or none
     finish = "stop" if choice.get("finish_reason") == "stop" else "length"
     details = {} if values is not None else {"logprobs_missing": True}
     return Sample(

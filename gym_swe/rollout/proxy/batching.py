@@ -14,13 +14,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
-from gym_swe.rollout.generators.base import Sample, SamplingParams
+from gym_swe.rollout.generators.base import Generator, Sample, SamplingParams
 
 
 class GenerationQueue:
-    def __init__(self, generator: Any, width: int = 64) -> None:
+    def __init__(self, generator: Generator, width: int = 64) -> None:
         self.generator = generator
         self.concurrent = bool(getattr(generator, "concurrent", False))
         self._threads = ThreadPoolExecutor(

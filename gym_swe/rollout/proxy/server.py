@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gym_swe.errors import ConfigError, missing_dependency
-from gym_swe.rollout.generators.base import SamplingParams
+from gym_swe.rollout.generators.base import Generator, SamplingParams
 from gym_swe.rollout.proxy.batching import GenerationQueue
 from gym_swe.rollout.proxy.connections import (
     DEFAULT_IDLE_TIMEOUT,
@@ -114,7 +114,7 @@ class ProxyServer:
 
     def __init__(
         self,
-        generator: Any,
+        generator: Generator,
         sampling: SamplingParams | None = None,
         max_model_len: int = 8192,
         host: str = "127.0.0.1",
@@ -150,7 +150,7 @@ class ProxyServer:
         self.max_model_len = max_model_len
         self.max_body_bytes = max_body_bytes
         self.template_kwargs = dict(template_kwargs or {})
-        self.model_name = model_name or getattr(generator, "name", "model")
+        self.model_name = model_name or str(getattr(generator, "name", "model"))
         self.on_turn = on_turn  # called on the server's thread after each completion it answers (progress)
         self.registry = RolloutRegistry()
         self.connections = ConnectionLimiter(max_connections, max_connections_per_rollout)

@@ -313,6 +313,7 @@ def parse_tool_calls(text: str, known_tools: Iterable[str] | None = None) -> Par
 
 def _openai_call(entry: Any, index: int) -> _Found:
     where = f"tool_calls[{index}]"
+    problem: str | None  # what is wrong with the call, told to the model
     try:
         snippet = json.dumps(entry, default=str)[: _SNIPPET_CHARS * 2]
     except Exception:

@@ -32,6 +32,7 @@ from gym_swe.tools.parsing.scanning import (
     _Finder,
     _Found,
     _ok,
+    _skip,
     _Spans,
     _valid_name,
 )
@@ -67,7 +68,7 @@ def _extract_tagged(
 
 
 def _parse_tool_call_block(block: str, pos: int) -> tuple[list[_Found], int]:
-    lead = _WS.match(block, len("<tool_call>")).end()
+    lead = _skip(_WS, block, len("<tool_call>"))
     if block.startswith(_FN_OPEN, lead):
         item, used = _parse_xml_function(block[lead:], pos + lead)
         close = _TC_CLOSE.match(block, lead + used)
@@ -88,10 +89,10 @@ def _hermes_json(region: str, base: int) -> tuple[list[_Found], int]:
         where = "The JSON inside <tool_call>...</tool_call>"
         return [f for v, s, e in values for f in _calls_from_value(v, base + s, HERMES, where, region[s:e])]
 
-    pos = _FENCE_OPEN.match(region).end()
+    pos = _skip(_FENCE_OPEN, region)
     if pos >= len(region) or region.startswith("</tool_call>", pos):
-        problem = "The <tool_call> block " + ("is empty." if closed else "was cut off before any call.")
-        return [_error(base, HERMES.example, problem, "<tool_call>" + region[:100])], block_end(0)
+        empty = "The <tool_call> block " + ("is empty." if closed else "was cut off before any call.")
+        return [_error(base, HERMES.example, empty, "<tool_call>" + region[:100])], block_end(0)
     values: list[tuple[Any, int, int]] = []  # (value, start, end), kept only if the block ends cleanly
     while True:
         value, end, problem = _raw_json(region, pos)
@@ -106,7 +107,7 @@ def _hermes_json(region: str, base: int) -> tuple[list[_Found], int]:
         values.append((value, pos, end))
         if close := _TC_CLOSE.match(region, end):
             return calls(values), close.end()
-        after = _SEP.match(region, _FENCE_CLOSE.match(region, end).end()).end()
+        after = _skip(_SEP, region, _skip(_FENCE_CLOSE, region, end))
         if region.startswith(("{", "["), after):
             pos = after  # a second call object in the same block
         elif after >= len(region) or not closed:
@@ -138,20 +139,20 @@ def _parse_xml_function(region: str, base: int) -> tuple[_Found, int]:
     name = region[len(_FN_OPEN) : gt].strip() if gt >= 0 else ""
     if not _valid_name(name):
         return fail("The <function=...> tag must hold the tool name and end with '>', as in <function=bash>.")
-    pos = _WS.match(region, gt + 1).end()
+    pos = _skip(_WS, region, gt + 1)
     if region.startswith(("{", "["), pos):  # Llama 3.1 custom tools: <function=name>{json}</function>
         close = region.find(_FN_CLOSE, pos)
-        arguments, problem, used = _decode_args_text(region[pos : close if close >= 0 else None], close < 0)
+        decoded, problem, used = _decode_args_text(region[pos : close if close >= 0 else None], close < 0)
         used = close + len(_FN_CLOSE) if close >= 0 else pos + used
-        if arguments is None:
+        if decoded is None:
             problem = f"Could not parse the JSON arguments of <function={name}>: {problem}."
             return _error(base, LLAMA3_JSON.example, problem, region[:used]), used
-        return _ok(base, name, arguments, None, LLAMA3_JSON.name, region[:used]), used
+        return _ok(base, name, decoded, None, LLAMA3_JSON.name, region[:used]), used
     closes = [m.start() for m in re.finditer(re.escape(_P_CLOSE), region)]
     good = [c for c in closes if _XML_BOUNDARY.match(region, c + len(_P_CLOSE))]
     arguments: dict[str, Any] = {}
     while True:
-        pos = _WS.match(region, pos).end()
+        pos = _skip(_WS, region, pos)
         if region.startswith(_P_OPEN, pos):
             gt = region.find(">", pos + len(_P_OPEN), pos + len(_P_OPEN) + _MAX_NAME)
             key = region[pos + len(_P_OPEN) : gt].strip() if gt >= 0 else ""

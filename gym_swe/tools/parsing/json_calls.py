@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from gym_swe.tools.parsing.scanning import _WS, Format, _error, _Found, _ok
+from gym_swe.tools.parsing.scanning import _WS, Format, _error, _Found, _ok, _skip
 
 _FENCE_OPEN = re.compile(r"\s*(?:```[\w-]*[ \t]*\n)?\s*")
 _FENCE_CLOSE = re.compile(r"\s*(?:```)?\s*")
@@ -70,8 +70,8 @@ def _raw_json_far(doc: str, start: int, window: int = 1 << 16) -> tuple[Any, int
 
 
 def _load_json(doc: str) -> tuple[Any, str | None]:
-    value, end, problem = _raw_json(doc, _WS.match(doc).end())
-    if problem is None and _WS.match(doc, end).end() < len(doc):
+    value, end, problem = _raw_json(doc, _skip(_WS, doc))
+    if problem is None and _skip(_WS, doc, end) < len(doc):
         return None, f"Extra data after the JSON value (column {end + 1})"
     return value, problem
 
@@ -117,7 +117,7 @@ def _calls_from_value(value: Any, pos: int, fmt: Format, where: str, snippet: st
         return [_error(pos, fmt.example, f"{where} holds an empty list; put a call object in it.", snippet)]
     found = []
     for obj in items:
-        problem = f'expected a JSON object with "name" and "arguments", got {_json_type(obj)}'
+        problem: str | None = f'expected a JSON object with "name" and "arguments", got {_json_type(obj)}'
         if isinstance(obj, dict):
             inner = obj["function"] if isinstance(obj.get("function"), dict) else obj
             name, raw = inner.get("name"), inner.get("arguments", inner.get("parameters"))
@@ -141,13 +141,13 @@ def _decode_args_text(text: str, trailing_ok: bool) -> tuple[dict[str, Any] | No
 
     Returns ``(arguments, problem, used)``. With ``trailing_ok``, text after the JSON is left for the
     transcript instead of being an error."""
-    lead = _FENCE_OPEN.match(text).end()
+    lead = _skip(_FENCE_OPEN, text)
     if lead >= len(text):
         return {}, None, len(text)
     value, end, problem = _raw_json(text, lead)
     if problem is not None:
         return None, problem, len(text)
-    tail = _FENCE_CLOSE.match(text, end).end()
+    tail = _skip(_FENCE_CLOSE, text, end)
     if tail < len(text) and not trailing_ok:
         return None, f"unexpected text after the JSON arguments: {text[tail : tail + 40]!r}", len(text)
     arguments, problem = _as_arguments(value)

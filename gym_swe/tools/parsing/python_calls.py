@@ -14,7 +14,18 @@ from typing import Any
 
 from gym_swe.tools.parsing.bare_json import LLAMA3_JSON
 from gym_swe.tools.parsing.json_calls import _calls_from_value, _raw_json
-from gym_swe.tools.parsing.scanning import _SEP, _WS, Format, _blocks, _error, _Extracted, _Found, _ok, _Spans
+from gym_swe.tools.parsing.scanning import (
+    _SEP,
+    _WS,
+    Format,
+    _blocks,
+    _error,
+    _Extracted,
+    _Found,
+    _ok,
+    _skip,
+    _Spans,
+)
 
 _IDENT = re.compile(r"[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*[ \t]*", re.ASCII)
 _PY_SPECIAL = re.compile(r"[()\[\]{}#\"']")
@@ -98,7 +109,7 @@ def _python_call(src: str) -> tuple[str, dict[str, Any]] | str:
 def _python_calls(region: str, pos: int, base: int, fmt: Format, where: str) -> tuple[list[_Found], int]:
     """Calls one after another (newline or ``;`` separated), and the characters they used."""
     found: list[_Found] = []
-    while (pos := _SEP.match(region, pos).end()) < len(region):
+    while (pos := _skip(_SEP, region, pos)) < len(region):
         ident = _IDENT.match(region, pos)
         if ident is None or not region.startswith("(", ident.end()):
             stray = region[pos : pos + 60]
@@ -139,7 +150,7 @@ def _extract_python_tag(work: str) -> _Extracted:
     spans: _Spans = []
     for start, body_start, body_end, _, _ in _blocks(work, "<|python_tag|>", None):
         region = work[body_start:body_end]
-        pos, where = _WS.match(region).end(), "after <|python_tag|>"
+        pos, where = _skip(_WS, region), "after <|python_tag|>"
         if not region.startswith(("{", "["), pos):
             items, pos = _python_calls(region, pos, body_start, PYTHON_TAG, where)
             found += items
@@ -152,7 +163,7 @@ def _extract_python_tag(work: str) -> _Extracted:
                 break
             where_json = f"The JSON {where}"
             found += _calls_from_value(value, body_start + pos, LLAMA3_JSON, where_json, region[pos:end])
-            pos = _SEP.match(region, end).end()
+            pos = _skip(_SEP, region, end)
         spans.append((start, body_start + pos))
     return found, spans
 

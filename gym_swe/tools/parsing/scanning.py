@@ -22,6 +22,12 @@ _SEP = re.compile(r"[\s;,]*")
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:\-]*")
 
 
+def _skip(pattern: re.Pattern[str], text: str, pos: int = 0) -> int:
+    """Where ``pattern`` (one that matches the empty string too, like ``_WS``) stops matching from ``pos``."""
+    found = pattern.match(text, pos)
+    return found.end() if found is not None else pos
+
+
 @dataclass
 class _Found:
     """A call or an error, with its position so that calls written in different syntaxes keep their order.

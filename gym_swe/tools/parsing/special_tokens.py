@@ -21,6 +21,7 @@ from gym_swe.tools.parsing.scanning import (
     _Extracted,
     _Found,
     _ok,
+    _skip,
     _Spans,
     _valid_name,
 )
@@ -44,7 +45,7 @@ def _extract_mistral(work: str) -> _Extracted:
     spans: _Spans = []
     for start, body_start, body_end, _, _ in _blocks(work, "[TOOL_CALLS]", None):
         region = work[body_start:body_end]
-        lead, used = _WS.match(region).end(), len(region)
+        lead, used = _skip(_WS, region), len(region)
         if region.startswith(("[", "{"), lead):  # v0.3 / Nemo: a JSON list of call objects
             value, end, problem = _raw_json(region, lead)
             if problem is None:
