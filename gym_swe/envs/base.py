@@ -29,7 +29,7 @@ import warnings
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium
 
@@ -99,7 +99,7 @@ class Turn:
 class ToolEnv(gymnasium.Env[str, Any]):
     """Base of the gym_swe envs; see the module docstring. Not registered itself."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}  # noqa: RUF012  (gymnasium reads it so)
 
     def __init__(
         self,
@@ -242,6 +242,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
         turn = Turn(
             index=len(self.history), action=action if isinstance(action, (str, dict)) else safe_repr(action)
         )
+        sandbox = self.sandbox
+        assert sandbox is not None  # not done: reset made one, and only the episode's end closes it
         parsed = self._parse(action)
         turn.calls = list(parsed.calls)
         turn.parse_errors = [error.message for error in parsed.errors]
@@ -250,7 +252,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         submitted = False
         for call in parsed.calls:
             try:
-                result = self.toolbox.run(self.sandbox, call)
+                result = self.toolbox.run(sandbox, call)
             except SandboxExhaustedError as crash:  # dead by the agent's own resource use: its failure
                 exhausted = crash
                 break
@@ -329,7 +331,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         if grade.error and error is None:
             info["error"] = grade.error  # the grader's failure; a rejected submission is no error
         self._close_sandbox()
-        return info["reward_grade"]
+        return float(info["reward_grade"])
 
     def render(self) -> str | None:
         if self.render_mode is None:

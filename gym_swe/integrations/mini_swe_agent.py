@@ -34,7 +34,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gym_swe.errors import ConfigError, missing_dependency
 from gym_swe.rollout.generators.base import SamplingParams
@@ -43,6 +43,9 @@ from gym_swe.rollout.stopping import Stop, Stopped
 from gym_swe.rollout.trajectory import Trajectory
 from gym_swe.sandbox.base import Sandbox
 from gym_swe.sandbox.docker import PROXY_SOCKET_DIR
+
+if TYPE_CHECKING:
+    from gym_swe.rollout.proxy.server import RolloutHandle
 
 SUBMIT_MARK = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 # How the env hears that the agent submitted: its own submit tool, as a tool-calling model would call it.
@@ -137,7 +140,7 @@ class SandboxEnvironment:
         self.config.cwd = self.config.cwd or sandbox.workdir
         self.commands = 0
 
-    def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+    def execute(self, action: dict[str, Any], cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
         from minisweagent.exceptions import Submitted
 
         if self.stop is not None and self.stop.is_set():
@@ -192,7 +195,7 @@ class MiniSweAgentConfig:
 
 
 def build_agent(
-    rollout: Any, environment: SandboxEnvironment, config: MiniSweAgentConfig, step_limit: int
+    rollout: RolloutHandle, environment: SandboxEnvironment, config: MiniSweAgentConfig, step_limit: int
 ) -> Any:
     """A mini-swe-agent ``DefaultAgent`` whose model is ``rollout`` of the proxy (`RolloutHandle`)."""
     _import_minisweagent()
@@ -257,7 +260,7 @@ def run_episode(
             "env_error",
         )
         return trajectory
-    rollout = proxy.open_rollout(task_id, sample_index, env_id, max_turns=unwrapped.max_turns)
+    rollout: RolloutHandle = proxy.open_rollout(task_id, sample_index, env_id, max_turns=unwrapped.max_turns)
     status, harness_error = "", None
     try:
         with stop.hook(lambda: rollout.end("stopped")):
@@ -277,7 +280,7 @@ def run_episode(
     return _end_episode(env, rollout, status, harness_error)
 
 
-def _end_episode(env: Any, rollout: Any, status: str, harness_error: str | None) -> Trajectory:
+def _end_episode(env: Any, rollout: RolloutHandle, status: str, harness_error: str | None) -> Trajectory:
     """Finish the rollout, then grade: as after the env's own submit when the agent submitted, else as a
     truncation. The rollout ends first: the code under test runs while grading, and nothing may generate
     then (an agent that planted its rollout's secret would otherwise add turns)."""
@@ -456,7 +459,7 @@ def run_episode_inside(
         python = python or HARNESS_PYTHON
     env_id = getattr(getattr(env, "spec", None), "id", "") or ""
     _, info = env.reset(options={"task_id": task_id})
-    rollout = proxy.open_rollout(task_id, sample_index, env_id, max_turns=unwrapped.max_turns)
+    rollout: RolloutHandle = proxy.open_rollout(task_id, sample_index, env_id, max_turns=unwrapped.max_turns)
     sandbox = unwrapped.sandbox
     python = python or os.path.join(sys.prefix, "bin", "python")
     sandbox.write_file("/tmp/gym_swe_forward.py", FORWARDER)

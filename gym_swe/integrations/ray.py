@@ -108,10 +108,14 @@ class EnvActor:
     def ping(self) -> bool:
         return True
 
-    def reset(self, slot: int, seed: int | None, options: dict | None, episode: str) -> tuple[str, dict]:
+    def reset(
+        self, slot: int, seed: int | None, options: dict[str, Any] | None, episode: str
+    ) -> tuple[str, dict[str, Any]]:
+        from gym_swe.envs.base import ToolEnv
+
         base = self.envs[slot].unwrapped
         with self.locks[slot]:
-            if base.sandbox_backend == "docker":
+            if isinstance(base, ToolEnv) and base.sandbox_backend == "docker":
                 # Labels on every container of this episode (the agent's and the grader's), so that a dead
                 # actor's containers can be found and removed on its node.
                 labels = dict(base.sandbox_options.get("labels") or {})
@@ -119,14 +123,16 @@ class EnvActor:
                 base.sandbox_options["labels"] = labels
             return self.episodes[slot].reset(seed=seed, options=options)
 
-    def step(self, slot: int, action: Any, known: int) -> tuple[str, float, bool, bool, dict, list]:
+    def step(
+        self, slot: int, action: Any, known: int
+    ) -> tuple[str, float, bool, bool, dict[str, Any], list[dict[str, Any]]]:
         """`env.step`, with ``info["messages"]`` sent as the messages after the ``known`` ones the handle
         has: the chat only grows, and shipping all of it on every step would cost O(turns^2) bytes."""
         with self.locks[slot]:
             observation, reward, terminated, truncated, info = self.episodes[slot].step(action)
-        return observation, reward, terminated, truncated, *_split_messages(info, known)
+        return observation, float(reward), terminated, truncated, *_split_messages(info, known)
 
-    def truncate(self, slot: int, reason: str, known: int) -> tuple[dict, list]:
+    def truncate(self, slot: int, reason: str, known: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         with self.locks[slot]:
             return _split_messages(self.episodes[slot].truncate(reason), known)
 
@@ -136,7 +142,7 @@ class EnvActor:
                 env.close()
 
 
-def _split_messages(info: dict, known: int) -> tuple[dict, list]:
+def _split_messages(info: dict[str, Any], known: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """``info`` without its messages, and the messages past the first ``known``."""
     info = dict(info)
     return info, info.pop("messages")[known:]
@@ -221,7 +227,9 @@ class RayEnvHandle:
         """Whether no episode is running here: none started yet, it ended, or its actor died."""
         return self._done
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         episode = f"{self._pool.run_id}-{self._index}-{next(self._episodes)}"
         for attempt in range(2):  # an actor found dead between episodes costs no episode: retry on its heir
             member = self._pool._member(self._index)
@@ -244,7 +252,7 @@ class RayEnvHandle:
             return observation, info
         raise AssertionError("unreachable")
 
-    def step(self, action: Any) -> tuple[str, float, bool, bool, dict]:
+    def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         member = self._current()
         ref = member.actor.step.remote(self._slot, action, len(self.messages))
         observation, reward, terminated, truncated, info, new = self._call(member, ref, self._call_timeout())
@@ -258,9 +266,10 @@ class RayEnvHandle:
             reward, truncated = reward + float(ended["reward_grade"]), True
         return observation, reward, terminated, truncated, info
 
-    def truncate(self, reason: str) -> dict:
+    def truncate(self, reason: str) -> dict[str, Any]:
         member = self._current()
         ref = member.actor.truncate.remote(self._slot, reason, len(self.messages))
+        info: dict[str, Any]
         info, new = self._call(member, ref, self._call_timeout())
         self.messages = self.messages + new
         info["messages"], self._done = list(self.messages), True

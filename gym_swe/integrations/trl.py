@@ -147,7 +147,9 @@ class GymSweEnvironment:
     @property
     def turns(self) -> int:
         """Turns the current (or last) episode has played."""
-        return len(self._env.unwrapped.history)
+        from gym_swe.envs.unwrapped import tool_env
+
+        return len(tool_env(self._env).history)
 
     @property
     def grade(self) -> dict[str, Any] | None:

@@ -165,7 +165,7 @@ def collect(
             if stop.is_set():
                 raise Stopped(f"stopped with {len(results)} of {len(jobs)} episodes ended")
             # Fill the free slots with new episodes (resets run in parallel: each makes a sandbox).
-            starting = []
+            starting: list[tuple[tuple[str, int], EpisodeEnv]] = []
             while pending and (free or (factory is not None and len(active) + len(starting) < width)):
                 env = free.pop() if free else make_env()
                 starting.append((pending.pop(0), env))
@@ -225,15 +225,17 @@ def _generate(
     sampling: SamplingParams,
     max_model_len: int,
     seed: int | None,
-) -> list:
+) -> list[Any]:
     """One sample (or a "no room" marker) per active episode: one generator call per distinct max_tokens."""
-    if getattr(generator, "chat", False):
-        return generator.generate_chat(  # type: ignore[attr-defined]
+    if getattr(generator, "chat", False):  # a chat endpoint (openai-chat): messages in, messages out
+        chat: Any = generator
+        replies: list[Any] = chat.generate_chat(
             [episode.env.messages for episode in active],
             [e.trajectory.tools for e in active],
             sampling,
             **_seed_kwargs(active, seed),
         )
+        return replies
     room = {id(e): min(sampling.max_tokens, max_model_len - len(e.trajectory.token_ids)) for e in active}
     groups: dict[int, list[_Episode]] = {}
     for episode in active:
@@ -320,7 +322,11 @@ def _record_end(
 
 
 def _finish(
-    episode: _Episode, results: dict, free: list, on_trajectory: Callable | None, check: bool
+    episode: _Episode,
+    results: dict[tuple[str, int], Trajectory],
+    free: list[EpisodeEnv],
+    on_trajectory: Callable[[Trajectory], None] | None,
+    check: bool,
 ) -> None:
     trajectory = episode.trajectory
     trajectory.reward += sum(turn.reward for turn in trajectory.turns)
