@@ -46,6 +46,12 @@ def test_play_an_episode_in_the_terminal() -> None:
 
 
 # -- in a terminal, typed as it comes ---------------------------------------------------------------------
+def _interruptible() -> None:
+    """Ctrl-C reaches the game as it does from a terminal, however the suite was started: a shell that
+    starts a job in the background (`make test &`) ignores SIGINT in it, and children inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Terminal:
     """`gym-swe play` with its output read as it comes, for typing and Ctrl-C at the right moments."""
 
@@ -53,6 +59,7 @@ class Terminal:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "gym_swe.cli", "play", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=_interruptible,
         )  # fmt: skip
         self.output = ""
         self.read = 0
