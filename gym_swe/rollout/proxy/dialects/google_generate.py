@@ -1,6 +1,8 @@
 """Google generateContent (``POST /v1beta/models/{model}:generateContent``, ``:streamGenerateContent``
 (server-sent events with ``?alt=sse``), ``:countTokens``), as Gemini CLI speaks it. The secret comes as
-``x-goog-api-key`` or as ``?key=``.
+``x-goog-api-key`` or as ``?key=``. Field names are read as the API reads them (protobuf's JSON): in
+lowerCamelCase or as the proto spells them (``parametersJsonSchema`` or ``parameters_json_schema``, which the
+Python SDK sends).
 
 Requests: ``systemInstruction`` becomes the system message; ``contents`` become messages: a ``model``
 content is one assistant message (its ``thought`` text parts the ``reasoning_content``, its other text parts
@@ -65,14 +67,27 @@ def secret(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
     return key.strip() if key else None
 
 
+def fields(value: Any) -> dict[str, Any]:
+    """An API object's fields by their lowerCamelCase names (``function_call`` -> ``functionCall``); not for
+    what holds user data (a schema's ``properties``, call arguments, a function's response)."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {_camel(str(key)): item for key, item in value.items()}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
 def parse_request(body: Any, route: Route | None = None) -> ChatRequest:
-    body = require_object(body)
+    body = fields(require_object(body))
     if isinstance(body.get("generateContentRequest"), Mapping):  # countTokens' other form
-        body = body["generateContentRequest"]
+        body = fields(body["generateContentRequest"])
     if body.get("cachedContent"):
         raise unrepresentable("cachedContent", "this proxy keeps no cached contents: send them as contents")
-    config = body.get("generationConfig") or {}
-    if isinstance(config, Mapping) and config.get("candidateCount") not in (None, 1):
+    config = fields(body.get("generationConfig"))
+    if config.get("candidateCount") not in (None, 1):
         raise unrepresentable(
             "generationConfig.candidateCount", "must be 1 (one sample per request, as the trainer records it)"
         )
@@ -82,7 +97,9 @@ def parse_request(body: Any, route: Route | None = None) -> ChatRequest:
         if isinstance(system, str):
             text = system
         elif isinstance(system, Mapping):
-            text = _text(json_list(system.get("parts"), "systemInstruction.parts"), "systemInstruction")
+            text = _text(
+                json_list(fields(system).get("parts"), "systemInstruction.parts"), "systemInstruction"
+            )
         else:
             raise unrepresentable("systemInstruction", "must be a content object with text parts")
         messages.append({"role": "system", "content": text})
@@ -94,14 +111,16 @@ def parse_request(body: Any, route: Route | None = None) -> ChatRequest:
     for index, tool in enumerate(json_list(body.get("tools"), "tools")):
         if not isinstance(tool, Mapping):
             raise RequestError(400, f"tools[{index}] must be an object", param=f"tools[{index}]")
+        tool = fields(tool)
         for key, value in tool.items():
-            if key != "functionDeclarations" and value not in (None, {}, []):
+            if key != "functionDeclarations" and value is not None:  # {} turns a tool on
                 raise unrepresentable(f"tools[{index}].{key}", "Google's own tools are not served here")
         declarations = json_list(tool.get("functionDeclarations"), f"tools[{index}].functionDeclarations")
         for number, declaration in enumerate(declarations):
             where = f"tools[{index}].functionDeclarations[{number}]"
             if not isinstance(declaration, Mapping):
                 raise RequestError(400, f"{where} must be an object", param=where)
+            declaration = fields(declaration)
             schema = declaration.get("parametersJsonSchema")
             if schema is None and declaration.get("parameters") is not None:
                 schema = json_schema(declaration["parameters"])
@@ -120,6 +139,7 @@ def _messages(contents: list[Any]) -> list[dict[str, Any]]:
         where = f"contents[{index}]"
         if not isinstance(content, Mapping):
             raise RequestError(400, f"{where} must be an object", param=where)
+        content = fields(content)
         role = content.get("role") or "user"
         if role not in ROLES:
             raise RequestError(400, f"{where}.role must be 'user' or 'model'", param=f"{where}.role")
@@ -134,13 +154,14 @@ def _messages(contents: list[Any]) -> list[dict[str, Any]]:
     return messages
 
 
-def _parts(parts: list[Any], where: str) -> list[tuple[str, Mapping[str, Any], str]]:
+def _parts(parts: list[Any], where: str) -> list[tuple[str, dict[str, Any], str]]:
     """(kind, part, where) of each part: kind "text", "thought", "functionCall" or "functionResponse"."""
     checked = []
     for index, part in enumerate(parts):
         at = f"{where}.parts[{index}]"
         if not isinstance(part, Mapping):
             raise RequestError(400, f"{at} must be an object", param=at)
+        part = fields(part)
         kinds = [key for key, value in part.items() if key not in PART_NOTES and value is not None]
         if len(kinds) != 1 or kinds[0] not in ("text", "functionCall", "functionResponse"):
             other = next(
@@ -176,8 +197,8 @@ def _model(parts: list[Any], where: str, position: int) -> dict[str, Any]:
         elif kind == "thought":
             reasoning.append(part["text"])
         elif kind == "functionCall":
-            call = part["functionCall"]
-            name = call.get("name") if isinstance(call, Mapping) else None
+            call = fields(part["functionCall"])
+            name = call.get("name")
             if not isinstance(name, str):
                 raise RequestError(
                     400, f"{at}.functionCall.name must be a string", param=f"{at}.functionCall"
@@ -217,7 +238,8 @@ def _user(parts: list[Any], where: str, unanswered: list[tuple[str, str]]) -> li
 
 
 def _tool_result(result: Any, at: str, unanswered: list[tuple[str, str]]) -> dict[str, Any]:
-    name = result.get("name") if isinstance(result, Mapping) else None
+    result = fields(result)
+    name = result.get("name")
     if not isinstance(name, str):
         raise RequestError(
             400, f"{at}.functionResponse.name must be a string", param=f"{at}.functionResponse"
@@ -244,14 +266,22 @@ def _tool_result(result: Any, at: str, unanswered: list[tuple[str, str]]) -> dic
 
 
 def json_schema(schema: Any) -> Any:
-    """Gemini's schema (``"type": "OBJECT"``) as JSON schema (``"type": "object"``), the rest as it is."""
-    if isinstance(schema, list):
-        return [json_schema(item) for item in schema]
+    """Gemini's schema (``"type": "OBJECT"``, ``any_of``) as JSON schema (``"type": "object"``, ``anyOf``):
+    the same keywords, camel-cased, types in lower case; property names as they are."""
     if not isinstance(schema, Mapping):
         return schema
-    converted = {key: json_schema(value) for key, value in schema.items()}
+    converted = fields(schema)
     if isinstance(converted.get("type"), str):
         converted["type"] = converted["type"].lower()
+    if isinstance(converted.get("properties"), Mapping):
+        converted["properties"] = {name: json_schema(sub) for name, sub in converted["properties"].items()}
+    for key in ("items", "anyOf"):
+        value = converted.get(key)
+        converted[key] = (
+            [json_schema(sub) for sub in value] if isinstance(value, list) else json_schema(value)
+        )
+        if value is None:
+            del converted[key]
     return converted
 
 
