@@ -44,8 +44,10 @@ def test_the_readme_harness_snippet_puts_the_envs_grade_and_reward_on_the_trajec
     assert code.startswith("import gymnasium\nimport gym_swe") and code.count(MODEL_LINE) == 1
     tokenizer = default_tokenizer()
     scripted = SCRIPTED.format(root=str(REPO_ROOT), tokenizer=tokenizer.name_or_path, turns=[FIX, SUBMIT])
-    last = run(code.replace(MODEL_LINE, scripted), tmp_path).stdout.splitlines()[-1]
-    assert last == "2 0 1.0 True"  # turns, forks, the trajectory's reward, resolved
+    code = code.replace(MODEL_LINE, scripted) + "print(trajectory.resolved, trajectory.end_reason)\n"
+    *_, printed, graded = run(code, tmp_path).stdout.splitlines()
+    assert printed == "2 0 1.0"  # turns, forks, the trajectory's reward
+    assert graded == "True submitted"
 
 
 def test_finishing_with_a_truncation_carries_its_grade() -> None:
