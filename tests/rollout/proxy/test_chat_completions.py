@@ -108,3 +108,18 @@ def test_a_request_it_cannot_represent_is_a_400_naming_the_field() -> None:
         client.chat.completions.create(model="any", messages=[{"role": "user", "content": text_parts}])
         assert "Fix it." in generator.tokenizer.decode(generator.prompts[0])
         rollout.finish()
+
+
+def test_each_dialect_has_its_base_url_and_a_wrong_name_is_one_clear_error() -> None:
+    from gym_swe.errors import ConfigError
+
+    with serving(default_tokenizer(), script(1)) as (proxy, _):
+        rollout = proxy.open_rollout("task")
+        urls = {name: rollout.base_url_for(name) for name in ("chat_completions", "responses")}
+        assert urls == {"chat_completions": rollout.base_url, "responses": rollout.base_url}
+        assert (
+            rollout.base_url_for("anthropic_messages") == rollout.root_url == rollout.base_url[: -len("/v1")]
+        )
+        with pytest.raises(ConfigError, match="Did you mean 'responses'"):
+            rollout.base_url_for("response")
+        rollout.finish()
