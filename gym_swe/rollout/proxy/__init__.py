@@ -4,7 +4,8 @@ unmodified while gym_swe owns generation and keeps every sampled token id and it
 
 One core, thin dialects:
 
-- `server`: the HTTP server (aiohttp) and its routes; `ProxyServer`, `RolloutHandle`.
+- `server`: the HTTP server (aiohttp) and its routes; `ProxyServer`.
+- `handle`: `RolloutHandle`, a rollout as its caller holds it (base URLs, secret, `finish`).
 - `conversation`: the one internal chat representation (`ChatRequest`, `Answer`) and `RequestError`.
 - `dialects`: one module per wire dialect, translating to and from it.
 - `recorder`: token-exact recording: render, bridge, or fork a new segment.
