@@ -226,3 +226,19 @@ def test_a_reply_cut_at_max_tokens_finishes_for_max_tokens() -> None:
         rollout.finish()
     assert response.candidates[0].finish_reason == types.FinishReason.MAX_TOKENS
     assert response.usage_metadata.candidates_token_count == len(generator.sampled[0])
+
+
+def test_a_gemini_schema_is_read_as_json_schema() -> None:
+    """``parameters`` in Gemini's own schema (upper-case types, sent by the Python SDK in the proto's
+    spelling): the template gets the same JSON schema as from ``parametersJsonSchema``, the request intact."""
+    command = types.Schema(type=types.Type.STRING)
+    schema = types.Schema(type=types.Type.OBJECT, properties={"command": command}, required=["command"])
+    declaration = types.FunctionDeclaration(name="bash", description="Run a bash command", parameters=schema)
+    settings = types.GenerateContentConfig(tools=[types.Tool(function_declarations=[declaration])])
+    with serving(default_tokenizer(), script(1)) as (proxy, _):
+        rollout = proxy.open_rollout("task")
+        client = client_for(rollout)
+        response = client.models.generate_content(model="any", contents=TASK, config=settings)
+        trajectory = rollout.finish()
+    assert trajectory.tools == [BASH]
+    assert response.function_calls[0].args == {"command": "ls # step 0"}

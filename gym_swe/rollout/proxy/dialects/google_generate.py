@@ -72,6 +72,8 @@ def fields(value: Any) -> dict[str, Any]:
     what holds user data (a schema's ``properties``, call arguments, a function's response)."""
     if not isinstance(value, Mapping):
         return {}
+    if isinstance(value, dict) and not any("_" in key for key in value):  # as JavaScript clients send it
+        return value
     return {_camel(str(key)): item for key, item in value.items()}
 
 
@@ -270,7 +272,7 @@ def json_schema(schema: Any) -> Any:
     the same keywords, camel-cased, types in lower case; property names as they are."""
     if not isinstance(schema, Mapping):
         return schema
-    converted = fields(schema)
+    converted = dict(fields(schema))  # a copy: the request body is not changed
     if isinstance(converted.get("type"), str):
         converted["type"] = converted["type"].lower()
     if isinstance(converted.get("properties"), Mapping):
