@@ -1,11 +1,17 @@
-"""The interception proxy: an OpenAI-compatible endpoint per rollout, so that an agent harness runs unmodified
-while gym_swe owns generation and keeps every sampled token id and its log-probability.
+"""The interception proxy: an endpoint per rollout in each wire dialect agent harnesses speak (OpenAI chat
+completions, the OpenAI Responses API, Anthropic Messages, Google generateContent), so that a harness runs
+unmodified while gym_swe owns generation and keeps every sampled token id and its log-probability.
 
-- `server`: the HTTP server (aiohttp) and its routes; `ProxyServer`, `RolloutHandle`.
+One core, thin dialects:
+
+- `server`: the HTTP server (aiohttp) and its routes; `ProxyServer`.
+- `handle`: `RolloutHandle`, a rollout as its caller holds it (base URLs, secret, `finish`).
+- `conversation`: the one internal chat representation (`ChatRequest`, `Answer`) and `RequestError`.
+- `dialects`: one module per wire dialect, translating to and from it.
 - `recorder`: token-exact recording: render, bridge, or fork a new segment.
 - `registry`: the rollouts, their secrets and budgets.
 - `batching`: concurrent requests into generator calls.
-- `openai_api`: the wire format (requests checked, responses and SSE chunks built).
+- `connections`: the bounds on connections, as a server facing untrusted clients.
 
 ``ProxyServer`` needs aiohttp (``pip install "gym-swe[proxy]"``); it is imported on first use.
 """

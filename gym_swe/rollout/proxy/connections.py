@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from gym_swe.rollout.proxy.openai_api import RequestError
+from gym_swe.rollout.proxy.conversation import RequestError
 
 DEFAULT_MAX_PER_ROLLOUT = 8  # a harness sends one request at a time; a retry may overlap its original
 DEFAULT_IDLE_TIMEOUT = 60.0

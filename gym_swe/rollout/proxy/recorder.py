@@ -17,15 +17,20 @@ from typing import Any
 
 from gym_swe.rollout.chat import ChatFormat
 from gym_swe.rollout.generators.base import Sample
-from gym_swe.rollout.proxy.openai_api import ChatRequest, RequestError, assistant_message
+from gym_swe.rollout.proxy.conversation import ChatRequest, RequestError, assistant_message, visible_content
 from gym_swe.rollout.trajectory import Trajectory
 
 
 def comparable(message: Mapping[str, Any]) -> dict[str, Any]:
     """What of a message the model saw: role, content (None and "" alike), tool calls (id, name, arguments
     as a value, so that re-serialized but equal JSON still extends), the tool result's call id. Fields an
-    SDK adds (``function_call: None``, ``refusal``, provider extras) do not count."""
-    out: dict[str, Any] = {"role": message.get("role"), "content": message.get("content") or ""}
+    SDK adds (``function_call: None``, ``refusal``, provider extras) do not count. Nor does an assistant
+    message's reasoning, or the whitespace around its text: what comes after an assistant message is bridged
+    onto the ids the model sampled, whatever the harness's copy of it says, and harnesses and APIs drop
+    reasoning from their history (some dialects carry it apart from the text, some not at all)."""
+    role = message.get("role")
+    content = visible_content(message) if role == "assistant" else message.get("content") or ""
+    out: dict[str, Any] = {"role": role, "content": content}
     calls = message.get("tool_calls")
     if calls:
         out["tool_calls"] = [
@@ -134,8 +139,8 @@ class TokenRecorder:
 
     def record(self, request: ChatRequest, sample: Sample) -> tuple[dict[str, Any], str]:
         """Keep ``sample`` as the next turn; the assistant message to answer with and its finish reason."""
-        turn = len(self.trajectory.turns)
-        message, finish = assistant_message(sample.text, request.tool_names, turn)
+        position = sum(1 for message in request.messages if message.get("role") == "assistant")
+        message, finish = assistant_message(sample.text, request.tool_names, position)
         if sample.finish_reason == "length":
             finish = "length"
         self.trajectory.add_sampled(sample.token_ids, sample.logprobs, sample.text, sample.finish_reason)

@@ -12,9 +12,8 @@ import hmac
 import secrets
 import threading
 from dataclasses import dataclass, field
-from typing import Any
 
-from gym_swe.rollout.proxy.openai_api import RequestError
+from gym_swe.rollout.proxy.conversation import Answer, RequestError
 from gym_swe.rollout.proxy.recorder import TokenRecorder
 
 
@@ -29,7 +28,7 @@ class RolloutState:
     turns: int = 0
     ended: bool = False
     end_reason: str = ""
-    answered: dict[str, dict[str, Any]] = field(default_factory=dict)
+    answered: dict[str, Answer] = field(default_factory=dict)
     """Responses by request digest: an SDK's retry of a request gets its recorded answer, not a new turn."""
     retries: int = 0
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -60,8 +59,9 @@ class RolloutRegistry:
             self._rollouts[rollout_id] = state
             return state
 
-    def authorize(self, rollout_id: str, authorization: str | None) -> RolloutState:
-        """The rollout a request may use, or a `RequestError`: 404 unknown, 401 wrong or missing secret, 404
+    def authorize(self, rollout_id: str, given: str | None, hint: str = "") -> RolloutState:
+        """The rollout a request that presents the secret ``given`` may use, or a `RequestError`: 404 unknown,
+        401 wrong or missing secret (``hint``: how the request's dialect presents one), 404
         (``rollout_ended``) finished."""
         with self._lock:
             state = self._rollouts.get(rollout_id)
@@ -71,12 +71,10 @@ class RolloutRegistry:
                 404, f"no rollout {rollout_id!r} on this proxy", "not_found_error", "not_found"
             )
         secret, reason = (state.secret, "") if state is not None else finished  # type: ignore[misc]
-        scheme, _, token = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), secret.encode()):
+        if given is None or not hmac.compare_digest(given.encode(), secret.encode()):
             raise RequestError(
                 401,
-                f"wrong or missing secret for rollout {rollout_id!r}: "
-                "send 'Authorization: Bearer <its secret>'",
+                f"wrong or missing secret for rollout {rollout_id!r}: send {hint or 'its secret'}",
                 "authentication_error",
                 "invalid_api_key",
             )

@@ -1,18 +1,24 @@
-"""The proxy's HTTP server: an OpenAI-compatible endpoint per rollout, on aiohttp, in a thread of its own.
+"""The proxy's HTTP server: per rollout, an endpoint in each wire dialect, on aiohttp, in a thread of its own.
 
-Routes (``{id}`` is a rollout's, its secret the bearer token):
+Routes, under ``/rollout/{id}`` (``{id}`` is a rollout's, its secret the API key, presented as the dialect
+presents one):
 
-- ``POST /rollout/{id}/v1/chat/completions``: render or bridge the request (`TokenRecorder`), generate with
-  the trainer's generator and sampling parameters, answer as a chat completion (``stream: true``: as
-  server-sent events). The response's ``model`` is the trainer's model name whatever the harness asked for.
-- ``GET /rollout/{id}/v1/models``: the one model.
+- ``POST /v1/chat/completions`` (OpenAI chat completions), ``GET /v1/models``;
+- ``POST /v1/responses`` (the OpenAI Responses API);
+- ``POST /v1/messages`` and ``/v1/messages/count_tokens`` (Anthropic Messages);
+- ``POST /v1beta/models/{model}:generateContent``, ``:streamGenerateContent`` and ``:countTokens`` (Google).
 
-Errors are OpenAI-shaped JSON: 401 wrong or missing secret, 404 unknown or ended rollout, 413 a body over
-``max_body_bytes``, 400 malformed JSON or a request the proxy cannot serve, 400 ``context_length_exceeded``
-and 403 ``max_turns`` when a budget ends the rollout, 502 when the generator failed, 429 past
-``max_connections_per_rollout`` requests of one rollout at once, 408 a body slower than ``idle_timeout``,
-415 a compressed body (``Content-Encoding``: it would be inflated past ``max_body_bytes`` before the cap). One
-rollout's bad request never stops the server or touches another rollout.
+A turn: the dialect (`gym_swe.rollout.proxy.dialects`) reads the request into the internal chat
+representation; the recorder renders or bridges it (`TokenRecorder`); the trainer's generator samples with
+the trainer's sampling parameters; the dialect answers in kind (``stream``: as that API's server-sent
+events). The answer's model is the trainer's model name whatever the harness asked for.
+
+Errors are in the dialect's own error shape: 401 wrong or missing secret, 404 unknown or ended rollout, 413 a
+body over ``max_body_bytes``, 400 malformed JSON or a request the proxy cannot represent (naming the field),
+400 ``context_length_exceeded`` and 403 ``max_turns`` when a budget ends the rollout, 502 when the generator
+failed, 429 past ``max_connections_per_rollout`` requests of one rollout at once, 408 a body slower than
+``idle_timeout``, 415 a compressed body (``Content-Encoding``: it would be inflated past ``max_body_bytes``
+before the cap). One rollout's bad request never stops the server or touches another rollout.
 
 Connections are bounded in number (``max_connections``, in all; by default a quarter of the process's
 descriptor limit), per rollout, and in time (``idle_timeout`` to send a request): see
@@ -23,8 +29,8 @@ Typical use, from any thread::
 
     with ProxyServer(generator, SamplingParams(max_tokens=512), max_model_len=8192) as proxy:
         rollout = proxy.open_rollout("task-1", max_turns=30)
-        ...  # point the harness at rollout.base_url with api key rollout.secret
-        trajectory = rollout.finish()
+        ...  # point the harness at rollout.base_url_for(its dialect) with api key rollout.secret
+        trajectory = rollout.finish(reward=episode_return, info=last_step_info)
 """
 
 from __future__ import annotations
@@ -36,11 +42,13 @@ import os
 import socket
 import stat
 import threading
+import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from gym_swe.errors import ConfigError, missing_dependency
+from gym_swe.rollout.chat import ChatFormat
 from gym_swe.rollout.generators.base import Generator, SamplingParams
 from gym_swe.rollout.proxy.batching import GenerationQueue
 from gym_swe.rollout.proxy.connections import (
@@ -49,14 +57,9 @@ from gym_swe.rollout.proxy.connections import (
     ConnectionLimiter,
     default_max_connections,
 )
-from gym_swe.rollout.proxy.openai_api import (
-    RequestError,
-    completion,
-    error_body,
-    models_list,
-    parse_request,
-    stream_chunks,
-)
+from gym_swe.rollout.proxy.conversation import Answer, ChatRequest, RequestError, make_answer
+from gym_swe.rollout.proxy.dialects import DIALECTS, Dialect, Route
+from gym_swe.rollout.proxy.handle import RolloutHandle
 from gym_swe.rollout.proxy.recorder import TokenRecorder
 from gym_swe.rollout.proxy.registry import RolloutRegistry, RolloutState
 from gym_swe.rollout.trajectory import Trajectory
@@ -68,38 +71,6 @@ except ImportError:  # pragma: no cover - the extra is part of every test instal
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024  # a long agent conversation with big tool outputs stays well below
 BACKLOG = 128  # connections the kernel holds until the proxy accepts them (aiohttp's default)
-
-
-class RolloutHandle:
-    """One rollout on a running proxy: where its harness sends requests, and its trajectory when done."""
-
-    def __init__(self, proxy: ProxyServer, state: RolloutState) -> None:
-        self._proxy, self._state = proxy, state
-        self.id, self.secret = state.rollout_id, state.secret
-        self.base_url = f"{proxy.url}/rollout/{self.id}/v1"
-        self.model = proxy.model_name
-
-    @property
-    def ended(self) -> bool:
-        return self._state.ended
-
-    @property
-    def end_reason(self) -> str:
-        """Why the proxy ended it ("max_turns", "max_model_len", "generator_error"), or "" while it runs."""
-        return self._state.end_reason
-
-    @property
-    def turns(self) -> int:
-        return self._state.turns
-
-    def finish(self, reason: str = "finished") -> Trajectory:
-        """End the rollout (later requests get 404) and return its trajectory."""
-        return self._proxy._finish(self._state, reason)
-
-    def end(self, reason: str) -> None:
-        """End the rollout from any thread without waiting for a request in flight (it is still recorded;
-        later ones get 404). `finish` still returns the trajectory."""
-        self._proxy._end_soon(self._state, reason)
 
 
 class ProxyServer:
@@ -196,8 +167,10 @@ class ProxyServer:
 
     async def _start_site(self) -> None:
         app = web.Application(client_max_size=self.max_body_bytes)
-        app.router.add_post("/rollout/{rollout_id}/v1/chat/completions", self._chat_completions)
-        app.router.add_get("/rollout/{rollout_id}/v1/models", self._models)
+        for dialect in DIALECTS:
+            for route in dialect.routes:
+                path = "/rollout/{rollout_id}" + route.path
+                app.router.add_route(route.method, path, self._handler(dialect, route))
         # keepalive_timeout: aiohttp closes a connection idle that long, from its opening as after a response.
         self._runner = web.AppRunner(
             app, access_log=None, handle_signals=False, keepalive_timeout=self.idle_timeout
@@ -307,52 +280,76 @@ class ProxyServer:
         return trajectory
 
     # -- handlers --------------------------------------------------------------------------------------------
-    async def _models(self, request: web.Request) -> web.Response:
-        try:
-            self.registry.authorize(request.match_info["rollout_id"], request.headers.get("Authorization"))
-        except RequestError as error:
-            return _error_response(error)
-        return web.json_response(models_list(self.model_name))
+    def _handler(
+        self, dialect: Dialect, route: Route
+    ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        """The handler of one route: the secret checked, then a turn, a token count or the model list; any
+        `RequestError` answered in the dialect's error shape."""
 
-    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
-        try:
-            state = self.registry.authorize(
-                request.match_info["rollout_id"], request.headers.get("Authorization")
-            )
-            with self.connections.serving(request.protocol, state.rollout_id):
-                return await self._serve_completion(request, state)
-        except RequestError as error:
-            return _error_response(error)
+        async def handle(request: web.Request) -> web.StreamResponse:
+            try:
+                rollout_id = request.match_info["rollout_id"]
+                given = dialect.secret(request.headers, request.query)
+                state = self.registry.authorize(rollout_id, given, dialect.auth_hint)
+                if route.kind == "models":
+                    assert dialect.models_reply is not None
+                    return web.json_response(dialect.models_reply(self.model_name))
+                with self.connections.serving(request.protocol, state.rollout_id):
+                    if route.kind == "count":
+                        return await self._count(request, dialect, route)
+                    return await self._serve_turn(request, state, dialect, route)
+            except RequestError as error:
+                return _error_response(dialect, error)
 
-    async def _serve_completion(self, request: web.Request, state: RolloutState) -> web.StreamResponse:
+        return handle
+
+    async def _serve_turn(
+        self, request: web.Request, state: RolloutState, dialect: Dialect, route: Route
+    ) -> web.StreamResponse:
         body = await self._read_json(request)
-        chat = parse_request(body)
+        chat = dialect.parse(body, route)
         # stream or not, a retry of the same request gets the same answer
-        replay = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
-        digest = hashlib.sha256(json.dumps(replay, sort_keys=True).encode()).hexdigest()
+        replay = {k: v for k, v in body.items() if k not in dialect.replay_ignores}
+        digest = hashlib.sha256((dialect.name + json.dumps(replay, sort_keys=True)).encode()).hexdigest()
         # Shielded: a client that gives up (an SDK timing out before its retry) does not cut a turn in half;
         # the turn is recorded and its answer kept for the retry.
-        response = await asyncio.shield(self._answer(state, chat, digest))
+        answer = await asyncio.shield(self._answer(state, chat, digest))
         if not chat.stream:
-            return web.json_response(response)
+            return web.json_response(dialect.reply(answer, chat))
         stream = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
         await stream.prepare(request)
-        for chunk in stream_chunks(response, chat.include_usage):
+        for chunk in dialect.events(answer, chat):
             await stream.write(chunk)
         await stream.write_eof()
         return stream
 
-    async def _answer(self, state: RolloutState, chat: Any, digest: str) -> dict[str, Any]:
+    async def _count(self, request: web.Request, dialect: Dialect, route: Route) -> web.Response:
+        """The request's prompt length under the chat template (Anthropic's count_tokens, Google's
+        countTokens): rendered, not recorded."""
+        chat = dialect.parse(await self._read_json(request), route)
+
+        def count() -> int:
+            chat_format = ChatFormat(self.generator.tokenizer, chat.tools, self.template_kwargs)
+            return len(chat_format.prompt_ids(chat.messages))
+
+        try:
+            tokens = await asyncio.get_running_loop().run_in_executor(None, count)
+        except ValueError as error:
+            raise RequestError(400, f"the chat template cannot render this request: {error}") from None
+        assert dialect.count_reply is not None
+        return web.json_response(dialect.count_reply(tokens))
+
+    async def _answer(self, state: RolloutState, chat: ChatRequest, digest: str) -> Answer:
         async with state.lock:
-            response = state.answered.get(digest)
-            if response is not None:
+            answer = state.answered.get(digest)
+            if answer is not None:
                 state.retries += 1
-                return response
-            response = await self._complete(state, chat)
-            state.answered[digest] = response
-            return response
+                return answer
+            answer = await self._complete(state, chat)
+            state.answered[digest] = answer
+            return answer
 
     async def _read_json(self, request: web.Request) -> Any:
         encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
@@ -385,7 +382,7 @@ class ProxyServer:
         except RecursionError:
             raise RequestError(400, "the body's JSON is nested too deeply", code="invalid_json") from None
 
-    async def _complete(self, state: RolloutState, chat: Any) -> dict[str, Any]:
+    async def _complete(self, state: RolloutState, chat: ChatRequest) -> Answer:
         """One new turn of ``state``: budgets checked, prompt recorded, sample generated and recorded."""
         if state.ended:
             raise RequestError(
@@ -427,12 +424,16 @@ class ProxyServer:
         state.turns += 1
         if self.on_turn is not None:
             self.on_turn()
-        usage = {
-            "prompt_tokens": len(prompt),
-            "completion_tokens": len(sample.token_ids),
-            "total_tokens": len(prompt) + len(sample.token_ids),
-        }
-        return completion(f"chatcmpl-{uuid.uuid4().hex}", self.model_name, message, finish, usage)
+        return make_answer(
+            uuid.uuid4().hex,
+            int(time.time()),
+            self.model_name,
+            message,
+            finish,
+            sample.text,
+            len(prompt),
+            len(sample.token_ids),
+        )
 
 
 def _unix_listener(path: str) -> socket.socket:
@@ -461,11 +462,11 @@ def _listening(listener: socket.socket, address: Any) -> socket.socket:
     return listener
 
 
-def _error_response(error: RequestError) -> web.Response:
-    response = web.json_response(error.body(), status=error.status)
+def _error_response(dialect: Dialect, error: RequestError) -> web.Response:
+    response = web.json_response(dialect.error_body(error), status=error.status)
     if error.status in (408, 413, 415, 429):  # what is left of the request may still be arriving: not read
         response.force_close()
     return response
 
 
-__all__ = ["ProxyServer", "RolloutHandle", "error_body"]
+__all__ = ["ProxyServer", "RolloutHandle"]
