@@ -301,7 +301,7 @@ class GymSweRollout:
             raise ConfigError(f"parallel must be an int >= 1, got {parallel!r}")
         self.env_id, self.make_kwargs = env_id, dict(make_kwargs)
         self.generator, self.parallel, self.max_model_len = generator, parallel, max_model_len
-        self._envs: list[Any] = []
+        self._envs: list[gymnasium.Env[Any, Any]] = []
         self._task_by_prompt: dict[str, str] = {}
         self._synced_step: int | None = None
         self.trajectories: list[Trajectory] = []
@@ -370,7 +370,7 @@ class GymSweRollout:
             )
         return task_id
 
-    def _make_env(self) -> Any:
+    def _make_env(self) -> gymnasium.Env[Any, Any]:
         max_turns = self.make_kwargs.get("max_turns")
         steps = {"max_episode_steps": max_turns} if max_turns else {}
         return gymnasium.make(self.env_id, **steps, **self.make_kwargs)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from gym_swe.sandbox.base import Sandbox
 
@@ -78,7 +78,7 @@ class Stop:
     def __init__(self) -> None:
         self._event = threading.Event()
         self._changed = threading.Condition()
-        self._running: dict[int, Any] = {}  # id(env) -> env, for the envs an episode is using now
+        self._running: dict[int, object] = {}  # id(env) -> env, for the envs an episode is using now
         self._hooks: dict[int, Callable[[], None]] = {}
 
     def is_set(self) -> bool:
@@ -98,7 +98,7 @@ class Stop:
                 quietly(sandbox.interrupt)
 
     @contextmanager
-    def running(self, env: Any) -> Iterator[None]:
+    def running(self, env: object) -> Iterator[None]:
         """Marks ``env`` as in use by an episode (its commands are interrupted when this is set)."""
         with self._changed:
             self._running[id(env)] = env
@@ -123,7 +123,7 @@ class Stop:
                 self._hooks.pop(id(callback), None)
 
     @contextmanager
-    def threads(self, width: int, made: list[Any]) -> Iterator[ThreadPoolExecutor]:
+    def threads(self, width: int, made: Sequence[Closable]) -> Iterator[ThreadPoolExecutor]:
         """``width`` threads for episodes. On any exception (Ctrl-C, SIGTERM, a Stop, a callback failing)
         nothing is left running (`drain`); at the end the threads are joined and the envs in ``made`` (the
         ones a factory made for this collection) closed."""
@@ -155,10 +155,16 @@ class Stop:
         threads.shutdown(wait=True)
 
 
-def _sandbox_of(env: Any) -> Sandbox | None:
+def _sandbox_of(env: object) -> Sandbox | None:
     """The sandbox of an env in this process (None for an env elsewhere: a Ray actor's, a remote one)."""
     sandbox: Sandbox | None = getattr(getattr(env, "unwrapped", None), "sandbox", None)
     return sandbox
+
+
+class Closable(Protocol):
+    """What `Stop.threads` closes: any env (in this process, a Ray actor's handle, a remote one)."""
+
+    def close(self) -> None: ...
 
 
 def quietly(action: Callable[[], Any]) -> None:
