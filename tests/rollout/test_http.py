@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 import socket
-import time
 
 import pytest
 
@@ -76,20 +75,17 @@ def test_the_deadline_bounds_a_request_its_retries_and_waits() -> None:
     policy = RetryPolicy(retries=20, backoff=0.05, deadline=1.0)
     with scripted_server(Answer(503, delay=0.3)) as server:
         client = HTTPClient(server.url, policy=policy)
-        started = time.monotonic()
         try:
             assert client.get("/").status_code == 503
         except NoAnswer as error:  # the last attempt, cut to what was left, ran out of it
             assert "timed out" in error.reason
-        elapsed = time.monotonic() - started
         client.close()
-    assert elapsed < 1.5 and 2 <= server.requests < 5
-    with scripted_server(Answer(200, delay=3.0)) as server:  # one attempt's timeout is cut to the deadline
+    assert 1 <= server.requests < 5  # 21 tries without the deadline (fewer on a loaded machine, never more)
+    # One attempt's timeout is cut to the deadline: with the client's own 600 s it would get the 200.
+    with scripted_server(Answer(200, delay=3.0)) as server:
         client = HTTPClient(server.url, timeout=600, policy=RetryPolicy(deadline=0.5))
-        started = time.monotonic()
         with pytest.raises(NoAnswer, match="after 1 try"):
             client.get("/")
-        assert time.monotonic() - started < 1.5
         client.close()
 
 
@@ -106,13 +102,10 @@ def test_the_backoff_leaves_the_callers_rng_alone() -> None:
 def test_map_keeps_concurrency_requests_in_flight_and_the_order() -> None:
     with scripted_server(Answer(200, {"ok": 1}, delay=0.3)) as server:
         client = HTTPClient(server.url, concurrency=4, policy=QUICK)
-        started = time.monotonic()
         statuses = client.map(lambda n: (n, client.post("/v1/x", {"n": n}).status_code), range(8))
-        elapsed = time.monotonic() - started
         client.close()
     assert statuses == [(n, 200) for n in range(8)]
     assert server.most_in_flight == 4  # 4 at once: neither one by one nor all 8
-    assert elapsed < 8 * 0.3
 
 
 def test_the_api_key_goes_as_a_bearer_token_and_close_ends_the_pool() -> None:
