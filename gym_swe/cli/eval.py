@@ -8,6 +8,7 @@ the choice is made here, above the rollout layer, and handed to `run_eval` as ``
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 from typing import Any
 
 from gym_swe.cli.options import add_harness, add_sandbox, add_task_ids, check_env, command
@@ -74,30 +75,14 @@ def add_to(commands: Any) -> None:
 
 
 def options(args: argparse.Namespace) -> EvalOptions:
-    """The `EvalOptions` that ``gym-swe eval``'s parsed flags ask for."""
-    return EvalOptions(
-        env=args.env,
-        generator=args.generator,
-        model=args.model,
-        tasks=args.tasks,
-        task_ids=tuple(args.task_id or ()),
-        limit=args.limit,
-        sandbox=args.sandbox,
-        base_url=args.base_url,
-        tokenizer=args.tokenizer,
-        api_key=args.api_key,
-        samples=args.samples,
-        ks=tuple(args.k or ()),
-        max_turns=args.max_turns,
-        max_tokens=args.max_tokens,
-        max_model_len=args.max_model_len,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        seed=args.seed,
-        parallel=args.parallel,
-        out=args.out,
-        export_sft=args.export_sft,
-    )
+    """The `EvalOptions` that ``gym-swe eval``'s parsed flags ask for: each field is the flag of its name,
+    but for the repeatable ones (``--task-id`` gives ``task_ids``, ``-k`` gives ``ks``)."""
+    repeated = {"task_ids": tuple(args.task_id or ()), "ks": tuple(args.k or ())}
+    values: dict[str, Any] = {
+        field.name: repeated[field.name] if field.name in repeated else getattr(args, field.name)
+        for field in fields(EvalOptions)
+    }
+    return EvalOptions(**values)
 
 
 def run(args: argparse.Namespace) -> int:
