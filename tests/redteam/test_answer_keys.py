@@ -15,6 +15,7 @@ fix earns 1.0 with both on.
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 
@@ -240,18 +241,6 @@ def test_control_without_decoys_or_seals_the_answer_key_would_earn_one(
     assert reward == 1.0, info["grade"]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_control_the_honest_fix_earns_one(backend: str) -> None:
-    env = make_env("SWEGym-v0", backend)
-    try:
-        actions = [write("/tmp/fix.diff", TASK.patch), bash("git apply /tmp/fix.diff")]
-        reward, *_, info = run_episode(env, TASK.instance_id, actions)
-    finally:
-        env.close()
-    assert reward == 1.0, info["grade"]
-    assert "sealed checks: tests/" in info["grade"]["log"], info["grade"]["log"][:2000]
-
-
 # An answer key with no mechanism of its own: inikit-4's to_duration looks every duration up in the parameter
 # tables of the test files on disk, and so answers both the task's parametrised test and the sealed literals
 # of test_getduration_milliseconds (0.25 and 1.5 are rows of that table). Sealed tables take those rows out.
@@ -320,12 +309,18 @@ def test_control_without_seals_the_table_answer_key_would_earn_one(monkeypatch: 
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_control_the_honest_fix_of_the_table_task_earns_one(backend: str) -> None:
+@pytest.mark.parametrize(
+    ("task", "sealed"),
+    [(TASK, "sealed checks: tests/"), (TABLE_TASK, "test_to_duration_milliseconds@")],
+    ids=["checks", "table"],
+)
+def test_control_the_honest_fix_earns_one(task: Any, sealed: str, backend: str) -> None:
+    """The honest fix of each task earns 1.0 with its checks (or its table) sealed."""
     env = make_env("SWEGym-v0", backend)
     try:
-        actions = [write("/tmp/fix.diff", TABLE_TASK.patch), bash("git apply /tmp/fix.diff")]
-        reward, *_, info = run_episode(env, TABLE_TASK.instance_id, actions)
+        actions = [write("/tmp/fix.diff", task.patch), bash("git apply /tmp/fix.diff")]
+        reward, *_, info = run_episode(env, task.instance_id, actions)
     finally:
         env.close()
     assert reward == 1.0, info["grade"]
-    assert "test_to_duration_milliseconds@" in info["grade"]["log"], info["grade"]["log"][:2000]
+    assert sealed in info["grade"]["log"], info["grade"]["log"][:2000]
