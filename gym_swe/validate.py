@@ -264,6 +264,7 @@ def validate(
             "no_fix_resolved": unfixed.resolved,
             "fix_passed": f"{fixed.passed}/{fixed.total}",
             "no_fix_passed": f"{unfixed.passed}/{unfixed.total}",
+            "integrity": fixed.integrity,
             "error": fixed.error or unfixed.error,
             "problem": problem,
             "fix_failed": [name for name, outcome in fix.items() if outcome != "passed"],
@@ -371,11 +372,15 @@ def print_table(rows: list[dict[str, Any]], verbose: bool = False) -> None:
     """The report: one line per task, then each invalid task's problem in full (with ``verbose``: every
     task's per-test outcomes and its log tails)."""
     width = max([28, *(len(row["task_id"]) for row in rows)])
-    print(f"{'task':<{width}} {'result':<6} {'fix':>7} {'no fix':>7} {'s':>6}")
+    repository = any(row.get("integrity") for row in rows)
+    sealed = f" {'sealed':<7}" if repository else ""
+    print(f"{'task':<{width}} {'result':<6} {'fix':>7} {'no fix':>7} {'s':>6}{sealed}")
     for row in rows:
         result = "ok" if row["ok"] else "FAIL"
+        integrity = {"sealed": "yes", "decoys": "no"}.get(row.get("integrity") or "", "-")
         print(f"{row['task_id']:<{width}} {result:<6} {row.get('fix_passed', '-'):>7} "
-              f"{row.get('no_fix_passed', '-'):>7} {row.get('seconds', 0):>6}")  # fmt: skip
+              f"{row.get('no_fix_passed', '-'):>7} {row.get('seconds', 0):>6}"
+              f"{f' {integrity:<7}' if repository else ''}")  # fmt: skip
     for row in rows:
         lines = []
         if row.get("problem"):
@@ -396,3 +401,10 @@ def print_table(rows: list[dict[str, Any]], verbose: bool = False) -> None:
                 print(textwrap.indent(line, "  "))
     failed = sum(not row["ok"] for row in rows)
     print(f"\n{len(rows) - failed}/{len(rows)} tasks valid" + (f", {failed} FAILED" if failed else ""))
+    unsealed = [row["task_id"] for row in rows if row["ok"] and row.get("integrity") == "decoys"]
+    if unsealed:
+        print(
+            f"{len(unsealed)} valid task(s) have no FAIL_TO_PASS check the grader can seal (sealed: no): "
+            "only decoys stand between their reward and code that forges the test report and tells the "
+            "decoys from the task's tests (README, Security)"
+        )

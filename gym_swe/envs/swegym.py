@@ -35,6 +35,7 @@ from gym_swe.tasks.swe import (
 WORKDIR = "/testbed"
 CALIBRATION_TRIES = 3
 """Grades of a task that may calibrate its sealed checks before an env gives up on them (decoys alone)."""
+INTEGRITY_LEVELS = ("any", "sealed")
 PRISTINE_CACHE_SIZE = 64
 """Tasks whose pristine grading state (the probe, the manifest) an env keeps, most recently graded first."""
 
@@ -68,10 +69,11 @@ class SWEGymEnv(ToolEnv):
     later). The agent explores, reproduces, edits the source and calls ``submit``. Its diff is then graded
     in a fresh sandbox: changes to protected paths (tests, test configuration, start-up hooks) are dropped,
     the hidden test patch is applied, and the task's FAIL_TO_PASS and PASS_TO_PASS tests run, with the
-    checks that compare with a literal sealed (held outside the run) and decoys beside the other
-    FAIL_TO_PASS tests (`gym_swe.grading.seals`, `gym_swe.grading.decoys`). The first grade of a task in an
-    environment first runs its tests once with its gold patch, to learn which checks can be sealed (kept
-    under the gym_swe cache).
+    checks whose expectation is a literal or an exception sealed (held outside the run) and decoys beside
+    the other FAIL_TO_PASS tests (`gym_swe.grading.seals`, `gym_swe.grading.decoys`). The first grade of a
+    task in an environment first runs its tests once with its gold patch, to learn which checks can be
+    sealed (kept under the gym_swe cache). ``info["grade"]["integrity"]`` says what stood between a forged
+    test report and the reward: ``"sealed"`` or ``"decoys"`` (README, Security).
 
     ## Action Space
     Text (`CodeText`): the model's turn with tool calls, or an OpenAI-format assistant message dict with
@@ -122,6 +124,10 @@ class SWEGymEnv(ToolEnv):
       system's python3, a pinned pytest, no install step, and ``SETUPTOOLS_SCM_PRETEND_VERSION`` set to the
       record's ``version``. ``gym-swe prepare`` builds it ahead of time.
     - ``test_timeout``: seconds the graded test run may take (1800).
+    - ``integrity``: ``"any"`` (default) grades every task; ``"sealed"`` grades only tasks with a
+      FAIL_TO_PASS check sealed that no guess meets: a grade of kind ``"decoys"`` (whose reward code that
+      forges the test report and tells decoys apart could earn) becomes ``Grade.error`` ("not graded"),
+      which trainers leave out.
     - ``max_turns`` (50), ``reward``, ``format_penalty``, ``max_observation_chars``, ``max_context_chars``,
       ``tools``, ``tool_options``, ``render_mode``.
 
@@ -139,8 +145,11 @@ class SWEGymEnv(ToolEnv):
         strip_history: bool = True,
         test_timeout: float = 1800.0,
         exclude_tests: Sequence[str] = (),
+        integrity: str = "any",
         **kwargs: Any,
     ) -> None:
+        if integrity not in INTEGRITY_LEVELS:
+            raise ConfigError(unknown_name("integrity", integrity, INTEGRITY_LEVELS))
         if source_mode not in SOURCE_MODES:
             raise ConfigError(unknown_name("source_mode", source_mode, SOURCE_MODES))
         if image_naming not in IMAGE_NAMINGS:
@@ -159,12 +168,13 @@ class SWEGymEnv(ToolEnv):
         self.image_naming = image_naming
         self.strip_history = bool(strip_history)
         self.test_timeout = float(test_timeout)
+        self.integrity = integrity
         # Repository work takes more turns and a longer chat than fixing a function.
         kwargs.setdefault("max_turns", 50)
         kwargs.setdefault("max_context_chars", 800_000)
         super().__init__(**kwargs)  # the kwargs every env takes (ToolEnv): tasks, sandbox, reward, ...
         self._pristine: OrderedDict[tuple[str, ...], tuple[Environment, dict[str, Entry]]] = OrderedDict()
-        self._sealable: dict[tuple[str, ...], frozenset[str]] = {}
+        self._sealable: dict[tuple[str, ...], Mapping[str, seals.Facts]] = {}
         self._failed_calibrations: dict[tuple[str, ...], int] = {}
 
     def _load_tasks(self, source: str) -> TaskSet[SWETask]:
@@ -231,7 +241,14 @@ class SWEGymEnv(ToolEnv):
                 environment=environment, pristine=pristine, sealed=sealed,
             )  # fmt: skip
         dropped = "".join(f"\ndropped {path}: {reason}" for path, reason in taken.dropped)
-        return replace(grade, log=grade.log + dropped, diff=taken.diff)
+        grade = replace(grade, log=grade.log + dropped, diff=taken.diff)
+        if self.integrity == "sealed" and grade.integrity == "decoys":
+            return replace(
+                grade, resolved=False, reward=0.0, rejection=None,
+                error="not graded: integrity='sealed', and no FAIL_TO_PASS check of this task can be sealed "
+                "against a forged test report (its grade would rest on decoys alone)",
+            )  # fmt: skip
+        return grade
 
     def grade_diff(self, task: SWETask, diff: str) -> Grade:
         """Grade a diff for ``task`` in a fresh sandbox (also what `gym-swe validate` runs)."""
@@ -248,15 +265,15 @@ class SWEGymEnv(ToolEnv):
         source = self.image_for(task) if self.sandbox_backend == "docker" else str(environment_dir(task))
         return (self.sandbox_backend, task.instance_id, source)
 
-    def _sealed_checks(self, task: SWETask) -> frozenset[str]:
+    def _sealed_checks(self, task: SWETask) -> Mapping[str, seals.Facts]:
         """The checks of the task that can be sealed (`gym_swe.grading.seals`), learned once per task and
         environment from its gold patch and kept (here and on disk)."""
         if not seals.SEAL_CHECKS:
-            return frozenset()
+            return {}
         key = self._seal_key(task)
         if key not in self._sealable:
             self._calibrate(task)
-        return self._sealable.get(key, frozenset())
+        return self._sealable.get(key, {})
 
     def _calibrate(self, task: SWETask) -> None:
         """Learn which checks of the task can be sealed: from disk, else by grading its gold patch the
@@ -284,7 +301,7 @@ class SWEGymEnv(ToolEnv):
         logger.warning("%s: its gold patch did not resolve it when calibrating sealed checks (%s)",
                        task.instance_id, grade.rejection or grade.error or "tests failed")  # fmt: skip
         if self._failed_calibrations[key] >= CALIBRATION_TRIES:
-            self._sealable[key] = frozenset()
+            self._sealable[key] = {}
 
     def _pristine_state(self, task: SWETask, grader: Sandbox) -> tuple[Environment, dict[str, Entry]]:
         """The probe of the task's python and the manifest of its pristine tree, taken in ``grader`` before

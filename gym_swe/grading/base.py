@@ -73,6 +73,12 @@ class Grade:
     """What the agent changed, as graded: the repository diff that was applied (SWE), or the solution's diff
     against the buggy function (CodeDebug). For people reading episodes (`gym-swe view`)."""
     duration: float = 0.0
+    integrity: str = ""
+    """What stood between a forged test report and this grade (repository tasks; ``""`` elsewhere):
+    ``"sealed"``, a FAIL_TO_PASS check held outside the test run against an expectation the run never had,
+    which no report or record the run writes meets without the value computed right; ``"decoys"``, only
+    decoys (copies of the task's tests with an expectation changed), which code that tells them from the
+    originals gets past (see the README's Security section)."""
 
     def __post_init__(self) -> None:
         escaped = []

@@ -566,15 +566,24 @@ def _cases(outcomes: Mapping[str, str], node: str) -> dict[str, str]:
 def restore(groups: Sequence[Group], outcomes: Mapping[str, str]) -> dict[str, str]:
     """The report's outcomes as the task's ids know them: each original test under its own name again,
     the decoys left out."""
-    renamed = {group.planted_original: group.node(group.original) for group in groups}
-    decoys = {decoy for group in groups for decoy in group.decoys}
     restored: dict[str, str] = {}
     for report_id, outcome in outcomes.items():
-        base, bracket, param = report_id.partition("[")
-        if base in decoys:
-            continue
-        restored[renamed.get(base, base) + bracket + param] = outcome
+        name = restored_name(groups, report_id)
+        if name is not None:
+            restored[name] = outcome
     return restored
+
+
+def restored_name(groups: Sequence[Group], case: str) -> str | None:
+    """A test case as the task's ids know it (``file::Class::name[params]``): an original test under its own
+    name again; None for a decoy."""
+    base, bracket, param = case.partition("[")
+    for group in groups:
+        if base in group.decoys:
+            return None
+        if base == group.planted_original:
+            return group.node(group.original) + bracket + param
+    return case
 
 
 def violations(groups: Sequence[Group], outcomes: Mapping[str, str]) -> list[str]:

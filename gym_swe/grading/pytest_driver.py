@@ -26,6 +26,7 @@ says so, and ``run`` imports pytest from the workspace's editable directories, a
 
 import json
 import os
+import re
 import sys
 
 # The type checker's names, for the type comments below: typing is never imported when this runs.
@@ -229,20 +230,16 @@ def plain(value, depth=0, budget=None):
 
 
 def install_recorder(path):
-    """``_gym_seal(token, actual[, expected, op])`` in builtins: what a sealed check of the test files calls.
-    It records ``actual`` as plain data for the grader to hold against the expectation, which the run never
-    has; with ``expected`` and ``op`` (the gold patch's calibrating run) it also holds the check here, with
-    Python's own semantics, and fails the test as the check would."""
+    """``_gym_seal(token, actual[, expected, op])`` and ``_gym_raises(token, catch_all[, expected, pattern])``
+    in builtins: what the sealed checks of the test files call. ``_gym_seal`` records ``actual`` as plain data
+    for the grader to hold against the expectation, which the run never has; ``_gym_raises`` wraps the test's
+    own ``raises(BaseException)`` (or ``assertRaises``) and records what its block raised: the ancestry of its
+    class (module and qualified name of each, read through ``type``'s own descriptors, which no class can
+    change) and its message. With the expectation given (the gold patch's calibrating run) each also holds
+    the check here, with Python's and pytest's own semantics, and fails the test as the check would."""
     import builtins
 
-    def seal(token, actual, expected=None, op=None):
-        record = {"token": token, "case": os.environ.get("PYTEST_CURRENT_TEST", "")}
-        try:
-            record["value"], record["plain"] = plain(actual), True
-        except Exception:
-            record["plain"] = False
-        if op is not None:
-            record["held"] = held(op, actual, expected)
+    def write(record):
         line = json.dumps(record)
         if len(line) > MAX_RECORD_CHARS:
             record.pop("value", None)
@@ -253,16 +250,100 @@ def install_recorder(path):
             os.write(descriptor, (line + "\n").encode("utf-8"))
         finally:
             os.close(descriptor)
+
+    def seal(token, actual, expected=None, op=None):
+        record = {"token": token, "case": os.environ.get("PYTEST_CURRENT_TEST", "")}
+        try:
+            record["value"], record["plain"] = plain(actual), True
+        except Exception:
+            record["plain"] = False
+        if op is not None:
+            record["held"] = held(op, actual, expected)
+        write(record)
         if op is not None and not record["held"]:
             raise AssertionError("%r %s %r does not hold" % (actual, op, expected))
 
-    builtins._gym_seal = seal  # type: ignore[attr-defined]  # a name of our own, for the sealed checks
+    class SealedRaises(object):
+        """The test's ``raises(BaseException)`` context, recording what its block raised on the way out."""
+
+        def __init__(self, token, catch_all, expected=None, pattern=None):
+            self.token, self.catch_all = token, catch_all
+            self.expected, self.pattern = expected, pattern
+
+        def __enter__(self):
+            return self.catch_all.__enter__()
+
+        def __exit__(self, kind, value, traceback):
+            record = {"token": self.token, "case": os.environ.get("PYTEST_CURRENT_TEST", ""), "plain": True}
+            try:
+                record["value"] = None if value is None else plain(raised(value))
+            except Exception:
+                record["plain"] = False
+            failure = None
+            if self.expected is not None:
+                names, ancestry = expected_classes(self.expected)
+                record["expected"] = {"names": names, "ancestry": ancestry}
+                record["held"] = (
+                    value is not None
+                    and isinstance(value, self.expected)
+                    and (self.pattern is None or re.search(self.pattern, str(value)) is not None)
+                )
+                if value is not None and not record["held"]:
+                    failure = AssertionError(
+                        "%r is not %r matching %r" % (value, self.expected, self.pattern)
+                    )
+            write(record)
+            if failure is not None:
+                raise failure
+            return self.catch_all.__exit__(kind, value, traceback)
+
+    builtins._gym_seal = seal  # type: ignore[attr-defined]  # names of our own, for the sealed checks
+    builtins._gym_raises = SealedRaises  # type: ignore[attr-defined]
+
+
+def qualified(cls):
+    """A class's module and qualified name, read through ``type``'s own descriptors."""
+    module = type.__dict__["__module__"].__get__(cls)
+    return "%s.%s" % (module, type.__dict__["__qualname__"].__get__(cls))
+
+
+def raised(value):
+    """What a sealed block raised, as data: its class's ancestry and its message (``str``, as pytest's
+    ``match`` and unittest's ``assertRaisesRegex`` read it)."""
+    ancestry = [qualified(cls) for cls in type.__dict__["__mro__"].__get__(type(value))]
+    try:
+        message = str(value)
+    except Exception:
+        message = None
+    return {"mro": ancestry, "message": message if isinstance(message, str) else None}
+
+
+def expected_classes(expected):
+    """The names of the expected exception classes (one, or a tuple) and each one's ancestry."""
+    classes = expected if isinstance(expected, tuple) else (expected,)
+    names = [qualified(cls) for cls in classes]
+    ancestry = [[qualified(base) for base in type.__dict__["__mro__"].__get__(cls)] for cls in classes]
+    return names, ancestry
 
 
 def held(op, actual, expected):
     try:
         if op == "==":
             return bool(actual == expected)
+        if op == "!=":
+            return bool(actual != expected)
+        if op == "<":
+            return bool(actual < expected)
+        if op == "<=":
+            return bool(actual <= expected)
+        if op == ">":
+            return bool(actual > expected)
+        if op == ">=":
+            return bool(actual >= expected)
+        if op == "is":
+            return actual is expected
+        if op == "is not":
+            return actual is not expected
         if op == "in":
             return bool(expected in actual)
         if op == "not in":

@@ -31,14 +31,14 @@ import secrets
 import shlex
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gym_swe.errors import FileTooLargeError, GradingError, SandboxCrashedError, SandboxError
 from gym_swe.grading import seals
 from gym_swe.grading.base import Grade, TestResult, reward_for
 from gym_swe.grading.changes import Entry, compare, manifest
-from gym_swe.grading.decoys import Planting, missing, plant, restore, violations
+from gym_swe.grading.decoys import Planting, missing, plant, restore, restored_name, violations
 from gym_swe.grading.diffs import filter_diff, split_diff
 from gym_swe.grading.test_ids import (
     JUnitReportError,
@@ -127,17 +127,17 @@ def grade_repository(
     pytest_args: tuple[str, ...] = (),
     environment: Environment | None = None,
     pristine: dict[str, Entry] | None = None,
-    sealed: Collection[str] = (),
+    sealed: Mapping[str, seals.Facts] | None = None,
 ) -> Grade:
     """Grade ``diff`` for ``task`` in ``sandbox``, which must hold the pristine checkout at ``workdir``.
 
     ``environment`` and ``pristine`` (its manifest) are probed here unless given; a caller that took them
-    already, before the sandbox changed, passes them in. ``sealed``: the keys of the checks to seal (learned
-    from the gold patch by `calibrate`).
+    already, before the sandbox changed, passes them in. ``sealed``: the checks to seal, by key, with what
+    the gold patch taught of each (learned by `calibrate`).
     """
-    return _grade(sandbox, task, diff, reward, timeout, workdir, pytest_args, environment, pristine, sealed)[
-        0
-    ]
+    return _grade(
+        sandbox, task, diff, reward, timeout, workdir, pytest_args, environment, pristine, sealed or {}
+    )[0]
 
 
 def calibrate(
@@ -148,14 +148,13 @@ def calibrate(
     workdir: str = "/testbed",
     environment: Environment | None = None,
     pristine: dict[str, Entry] | None = None,
-) -> tuple[Grade, frozenset[str]]:
+) -> tuple[Grade, dict[str, dict[str, object]]]:
     """Grade the task's own fix (its gold patch) with every check that could be sealed sealed the
-    calibrating way; return that grade (a true one: the checks also hold in the process) and the keys of the
-    checks that can be sealed in this task's grades (see `seals`)."""
-    grade, sealable = _grade(
-        sandbox, task, task.patch, reward, timeout, workdir, (), environment, pristine, (), calibrating=True
+    calibrating way; return that grade (a true one: the checks also hold in the process) and the checks
+    that can be sealed in this task's grades, by key, with what the grader must know of each (`seals`)."""
+    return _grade(
+        sandbox, task, task.patch, reward, timeout, workdir, (), environment, pristine, {}, calibrating=True
     )
-    return grade, frozenset(sealable)
 
 
 def _grade(
@@ -168,9 +167,9 @@ def _grade(
     pytest_args: tuple[str, ...],
     environment: Environment | None,
     pristine: dict[str, Entry] | None,
-    sealed: Collection[str],
+    sealed: Mapping[str, seals.Facts],
     calibrating: bool = False,
-) -> tuple[Grade, set[str]]:
+) -> tuple[Grade, dict[str, dict[str, object]]]:
     start = time.monotonic()
     expected = list(task.fail_to_pass) + list(task.pass_to_pass)
     foreign = unsupported(expected)
@@ -219,6 +218,7 @@ def _grade(
     sealing, planting = _seal_and_plant(sandbox, task, workdir, sealed, calibrating)
     log.append(_describe(planting) if not calibrating else "decoys: none (the gold patch, calibrating seals)")
     log.append(f"sealed checks: {', '.join(sorted(seal.check.key for seal in sealing.seals)) or 'none'}")
+    integrity = _integrity(task, sealing) if not calibrating else ""
     report = f"{GRADER_DIR}/report.xml"
     pytest_options = [
         "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-rA", "--continue-on-collection-errors",
@@ -272,17 +272,26 @@ def _grade(
             "the code under test answered the test calling it, or changed how outcomes are reported",
         ))  # fmt: skip
     records = sealing.named_records(_seal_records(sandbox)) if sealing.seals else []
+    # A renamed original's records under its own name again (a decoy's, copies of its sealed checks, go).
+    records = [
+        replace(record, case=name)
+        for record in records
+        if (name := restored_name(planting.groups, record.case)) is not None
+    ]
     outcomes = restore(planting.groups, outcomes)
     # Calibrating, the checks held in the process (the gold patch is the task's own): the records only say
     # which of them can be sealed. Otherwise a case passes only where its sealed checks held outside.
-    sealable = seals.calibrated(sealing.seals, records, outcomes) if calibrating else set()
     matched: dict[str, list[str]] = {}
     found = match_outcomes(expected, outcomes, matched)
-    for raw, why in ({} if calibrating else seals.judge(sealing.seals, records, outcomes, matched)).items():
+    if calibrating:
+        task_cases = {case for raw in task.fail_to_pass for case in matched.get(raw, [])}
+        sealable = seals.calibrated(sealing.seals, records, outcomes, task_cases)
+        return _result(task, filtered.diff, found, reward, log, start), sealable
+    for raw, why in seals.judge(sealing.seals, records, outcomes, matched, sealed).items():
         if found.get(raw) == "passed":
             log.append(f"{raw}: reported passed, but {why}")
             found[raw] = "failed"
-    return _result(task, filtered.diff, found, reward, log, start), sealable
+    return _result(task, filtered.diff, found, reward, log, start, integrity=integrity), {}
 
 
 def _read_report(sandbox: Sandbox, path: str) -> bytes:
@@ -296,9 +305,16 @@ def _read_report(sandbox: Sandbox, path: str) -> bytes:
         raise OSError(str(error)) from None
 
 
-def _unsealed(grade: Grade) -> tuple[Grade, set[str]]:
+def _unsealed(grade: Grade) -> tuple[Grade, dict[str, dict[str, object]]]:
     """A grade that ended before the run was read: no check can be sealed from it."""
-    return grade, set()
+    return grade, {}
+
+
+def _integrity(task: SWETask, sealing: seals.Sealing) -> str:
+    """ "sealed" when a FAIL_TO_PASS test has a check sealed that no guess meets (`seals.strong`): then no
+    report or record the run writes earns the reward without that value computed right; "decoys" when
+    only decoys stand between a forged report and the reward."""
+    return "sealed" if any(seals.strong(seal.check) for seal in sealing.seals) else "decoys"
 
 
 def _seal_records(sandbox: Sandbox) -> list[seals.Record]:
@@ -309,11 +325,11 @@ def _seal_records(sandbox: Sandbox) -> list[seals.Record]:
 
 
 def _seal_and_plant(
-    sandbox: Sandbox, task: SWETask, workdir: str, sealed: Collection[str], calibrating: bool
+    sandbox: Sandbox, task: SWETask, workdir: str, sealed: Mapping[str, seals.Facts], calibrating: bool
 ) -> tuple[seals.Sealing, Planting]:
     """Seal the checks named (all that could be, calibrating), then plant decoys beside the FAIL_TO_PASS
-    tests without a sealed check (none, calibrating: the gold patch is the task's own); the files as the
-    test patch left them."""
+    tests without a strong sealed check (`seals.strong`; none, calibrating: the gold patch is the task's
+    own); the files as the test patch left them."""
     rng = random.Random(secrets.randbits(64))  # drawn afresh for every grade
     targets = [parse_test_id(raw) for raw in task.fail_to_pass]
     added: dict[str, set[str]] = {}
@@ -333,12 +349,12 @@ def _seal_and_plant(
     sealing = seals.Sealing()
     if seals.SEAL_CHECKS and (sealed or calibrating):
         known = [*task.fail_to_pass, *task.pass_to_pass]
-        checks = [c for c in seals.candidates(sources, targets, known) if calibrating or c.key in set(sealed)]
+        checks = [c for c in seals.candidates(sources, targets, known) if calibrating or c.key in sealed]
         sealing = seals.seal(sources, checks, rng, calibrating)
     changed = dict(sealing.sources)
     planting = Planting()
     if not calibrating:
-        sealed_tests = {seal.check.node for seal in sealing.seals}
+        sealed_tests = {seal.check.node for seal in sealing.seals if seals.strong(seal.check)}
         unsealed = [target for target in targets if target.node not in sealed_tests]
         planting = plant({**sources, **changed}, unsealed, rng, added)
         changed.update(planting.sources)
@@ -350,7 +366,8 @@ def _seal_and_plant(
 def _describe(planting: Planting) -> str:
     """The grade log's line about the decoys (the log is never shown to the agent)."""
     if not planting.groups:
-        return "decoys: none could be planted (" + ("; ".join(planting.notes) or "no FAIL_TO_PASS test") + ")"
+        why = "; ".join(planting.notes) or "every FAIL_TO_PASS test has a strong sealed check"
+        return f"decoys: none planted ({why})"
     groups = [
         f"{group.node(group.original)} -> {group.kind}{' (new check)' if group.new else ''}, "
         f"{len(group.members) - 1} decoy(s), original planted as {group.members[group.original_index]}"
@@ -402,6 +419,7 @@ def _result(
     log: list[str],
     start: float,
     rejection: str | None = None,
+    integrity: str = "",
 ) -> Grade:
     expected = list(dict.fromkeys(list(task.fail_to_pass) + list(task.pass_to_pass)))
     tests = tuple(TestResult(name, matched.get(name, "not_run")) for name in expected)
@@ -415,4 +433,5 @@ def _result(
         log="\n".join(log)[-60_000:],
         diff=diff,
         duration=time.monotonic() - start,
+        integrity=integrity,
     )

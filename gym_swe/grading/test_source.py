@@ -10,7 +10,7 @@ import io
 import re
 import textwrap
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 COMPOUND = tuple(
     getattr(ast, name)
@@ -193,3 +193,17 @@ def tail(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
         if is_check(statement):
             found.append(statement)
     return found[::-1]
+
+
+def checked_statements(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.stmt]:
+    """The statements of a test that run whenever the test passes, once per case: its body's, and those in
+    its ``with`` blocks, not in loops, branches or ``try``; none for a test that can return before its
+    checks or is a generator."""
+    if any(isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in own_nodes(function)):
+        return
+    stack = list(reversed(function.body))
+    while stack:
+        statement = stack.pop()
+        yield statement
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            stack.extend(reversed(statement.body))

@@ -108,6 +108,7 @@ def test_check_env_passes() -> None:
     ({"source_mode": "cow"}, "Unknown source_mode 'cow'"),
     ({"image_naming": "swebench"}, "Did you mean 'swe-bench'?"),
     ({"hint": True}, "Did you mean 'hints'?"),
+    ({"integrity": "strict"}, "Unknown integrity 'strict'"),
 ])  # fmt: skip
 def test_wrong_kwargs(kwargs, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -154,6 +155,26 @@ def test_fraction_reward() -> None:
     assert reward == pytest.approx(len(TASK.pass_to_pass) / total)
 
 
+def test_integrity_sealed_grades_only_tasks_whose_checks_are_sealed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A task whose grade would rest on decoys alone (here: sealing turned off, as for a task whose checks
+    all compare with values the test computes) is not graded under integrity="sealed": an error, which
+    trainers leave out, not a reward that a forged report could earn."""
+    from gym_swe.grading import seals
+
+    require_bwrap()
+    environment = gymnasium.make("SWEGym-v0", integrity="sealed")
+    try:
+        reward, info = episode(environment, [apply_gold()])
+        assert reward == 1.0 and info["grade"]["integrity"] == "sealed" and "error" not in info
+        monkeypatch.setattr(seals, "SEAL_CHECKS", False)
+        reward, info = episode(environment, [apply_gold()])
+    finally:
+        environment.close()
+    assert reward == 0.0 and info["grade"]["error"].startswith("not graded: integrity='sealed'"), info[
+        "grade"
+    ]
+
+
 def test_a_committed_fix_counts_and_history_games_do_not_matter(env) -> None:
     """The diff is taken against base_commit from the files: commits, resets and moved branches change
     nothing about what is graded."""
@@ -190,6 +211,7 @@ def test_validate_every_bundled_task(backend: str, tmp_path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     rows = json.loads(report.read_text())
     assert len(rows) == len(TASKS) and all(row["ok"] for row in rows)
+    assert all(row["integrity"] == "sealed" for row in rows), [(r["task_id"], r["integrity"]) for r in rows]
     assert f"{len(TASKS)}/{len(TASKS)} tasks valid" in result.stdout
 
 

@@ -30,6 +30,10 @@ CORRECT = textwrap.dedent(
             return str(other).split("+")[0] == self.text.split("+")[0]
 
 
+    class ShopError(ValueError):
+        pass
+
+
     def shout(text):
         return text.upper() + "!"
 
@@ -50,6 +54,25 @@ CORRECT = textwrap.dedent(
         for unit, scale in (("ms", 0.001), ("s", 1.0), ("m", 60.0)):
             if text.endswith(unit):
                 return float(text[: -len(unit)]) * scale
+
+
+    def price(text):
+        value = float(text)
+        if value < 0:
+            raise ShopError("negative price: %s" % text)
+        return value
+
+
+    def find(items, name):
+        return items.get(name)
+
+
+    def greeting(name):
+        return "Hello, %s." % name
+
+
+    def count(text):
+        return len(text.split())
     """
 )
 BUGGY = (
@@ -57,6 +80,22 @@ BUGGY = (
     .replace("return text.split()", "return text.split(' ')")
     .replace("Fraction(1, 4)", "Fraction(1, 3)")
     .replace('("ms", 0.001), ("s", 1.0), ("m", 60.0)', '("s", 1.0), ("m", 60.0), ("ms", 0.001)')
+    .replace("if value < 0:", "if value < -100:")
+    .replace("return items.get(name)", 'return items.get(name, "")')
+    .replace('"Hello, %s."', '"Hello %s."')
+    .replace("return len(text.split())", "return len(text.split(' '))")
+)
+# Another correct fix: its own exception class (of the kind the tests expect) with a longer message, a
+# longer greeting. The grader must not refuse it for not being the gold patch.
+ANOTHER_FIX = CORRECT.replace(
+    'raise ShopError("negative price: %s" % text)',
+    'raise NegativePrice("negative price: %s (a price is zero or more)" % text)',
+).replace('"Hello, %s."', '"Hello, %s. Nice to meet you, and welcome to the shop."') + textwrap.dedent(
+    """
+
+    class NegativePrice(ValueError):
+        pass
+    """
 )
 TESTS = textwrap.dedent(
     """
@@ -64,7 +103,7 @@ TESTS = textwrap.dedent(
 
     import pytest
 
-    from shop import Version, quarter, ratio, shout, words
+    from shop import Version, count, find, greeting, price, quarter, ratio, shout, words
 
 
     def test_shout():
@@ -95,18 +134,61 @@ TESTS = textwrap.dedent(
         assert "!" in shout("x")
 
 
+    def test_greeting():
+        message = greeting("Ada")
+        assert "Hello, Ada" in message
+        assert message != "Hello Ada."
+
+
+    def test_negative_price():
+        with pytest.raises(ValueError, match="negative price") as info:
+            price("-1")
+        assert info.value.args
+
+
+    def test_missing():
+        assert find({}, "x") is None
+
+
+    @pytest.mark.parametrize("text", ["a  b", "a   b"])
+    def test_count(text):
+        assert count(text) == 2
+
+
+    def test_inside_with():
+        with open(__file__) as handle:
+            assert shout("a") == "A!"
+        assert handle.closed
+
+
     class ShoutTests(unittest.TestCase):
         def test_shout_equal(self):
             self.assertEqual(shout("x"), "X!")
+
+        def test_price_raises(self):
+            with self.assertRaisesRegex(ValueError, "negative"):
+                price("-2")
+
+        def test_missing_unittest(self):
+            self.assertIsNone(find({}, "y"))
     """
 )
+FILE = "tests/test_shop.py"
 TARGETS = [
-    "tests/test_shop.py::test_shout", "tests/test_shop.py::test_words[a  b]", "tests/test_shop.py::test_ratio",
-    "tests/test_shop.py::test_quarter", "tests/test_shop.py::test_version_object",
-    "tests/test_shop.py::test_shout_contains", "tests/test_shop.py::ShoutTests::test_shout_equal",
+    f"{FILE}::test_shout", f"{FILE}::test_words[a  b]", f"{FILE}::test_ratio", f"{FILE}::test_quarter",
+    f"{FILE}::test_version_object", f"{FILE}::test_shout_contains", f"{FILE}::test_greeting",
+    f"{FILE}::test_negative_price", f"{FILE}::test_missing", f"{FILE}::test_count[a  b]",
+    f"{FILE}::test_count[a   b]", f"{FILE}::test_inside_with", f"{FILE}::ShoutTests::test_shout_equal",
+    f"{FILE}::ShoutTests::test_price_raises", f"{FILE}::ShoutTests::test_missing_unittest",
 ]  # fmt: skip
-SEALED = ["tests/test_shop.py::test_shout", "tests/test_shop.py::test_quarter",
-          "tests/test_shop.py::ShoutTests::test_shout_equal"]  # fmt: skip
+SEALABLE = {
+    f"{FILE}::{name}"
+    for name in ("test_shout", "test_ratio", "test_quarter", "test_shout_contains", "test_greeting",
+                 "test_negative_price", "test_missing", "test_count", "test_inside_with",
+                 "ShoutTests::test_shout_equal", "ShoutTests::test_price_raises",
+                 "ShoutTests::test_missing_unittest")
+}  # fmt: skip
+WRONG_WHEN_BUGGY = SEALABLE - {f"{FILE}::test_ratio"}
 FORCE_PASS = """import pytest
 
 
@@ -141,87 +223,159 @@ def _run(root: Path, code: str, text: str, *options: str) -> tuple[dict[str, str
     return junit_outcomes((root / "report.xml").read_text()), records
 
 
+def _task_cases(outcomes: dict[str, str]) -> set[str]:
+    """The report ids the task's FAIL_TO_PASS ids (all of TARGETS here) were matched to."""
+    matched: dict[str, list[str]] = {}
+    match_outcomes(TARGETS, outcomes, matched)
+    return {case for cases in matched.values() for case in cases}
+
+
 @pytest.fixture
-def calibrated(tmp_path: Path) -> frozenset[str]:
+def calibrated(tmp_path: Path) -> dict[str, dict[str, object]]:
     targets = [parse_test_id(target) for target in TARGETS]
-    checks = seals.candidates({"tests/test_shop.py": TESTS}, targets)
-    sealing = seals.seal({"tests/test_shop.py": TESTS}, checks, random.Random(0), calibrating=True)
-    outcomes, records = _run(tmp_path / "calibration", CORRECT, sealing.sources["tests/test_shop.py"])
+    checks = seals.candidates({FILE: TESTS}, targets)
+    sealing = seals.seal({FILE: TESTS}, checks, random.Random(0), calibrating=True)
+    outcomes, records = _run(tmp_path / "calibration", CORRECT, sealing.sources[FILE])
     assert all(outcome == "passed" for outcome in outcomes.values()), outcomes  # checks held in the process
-    return frozenset(seals.calibrated(sealing.seals, records, outcomes))
+    return seals.calibrated(sealing.seals, records, outcomes, _task_cases(outcomes))
 
 
-def _sealed(sealable: frozenset[str]) -> seals.Sealing:
+def _sealed(sealable: dict[str, dict[str, object]], rng: int = 1) -> seals.Sealing:
     targets = [parse_test_id(target) for target in TARGETS]
-    checks = [c for c in seals.candidates({"tests/test_shop.py": TESTS}, targets) if c.key in sealable]
-    return seals.seal({"tests/test_shop.py": TESTS}, checks, random.Random(1))
+    checks = [c for c in seals.candidates({FILE: TESTS}, targets) if c.key in sealable]
+    return seals.seal({FILE: TESTS}, checks, random.Random(rng))
 
 
-def test_calibration_seals_equality_on_plain_data_in_one_case_tests(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
-    """Not: a project object compared by its own __eq__, `in` (a forged record holds it without the
-    literal), a parametrised test (its one literal would come from a case the bug gets right)."""
+def _judged(sealing: seals.Sealing, facts, outcomes, records) -> set[str]:  # type: ignore[no-untyped-def]
+    """The task's ids that the grader fails although the report passed them."""
+    matched: dict[str, list[str]] = {}
+    match_outcomes(TARGETS, outcomes, matched)
+    return set(seals.judge(sealing.seals, records, outcomes, matched, facts))
+
+
+def test_calibration_seals_literal_expectations_on_plain_data_and_exception_blocks(calibrated) -> None:  # type: ignore[no-untyped-def]
+    """Not: a project object compared by its own __eq__; a parametrised test one of whose cases is not the
+    task's (its one literal could come from a case the bug gets right). Yes: both cases of a test whose
+    cases are all the task's, a check inside a with block, exception blocks (pytest's and unittest's)."""
     tests = {key.split("@")[0] for key in calibrated}
-    assert tests == {*SEALED, "tests/test_shop.py::test_ratio"}, calibrated
+    assert tests == SEALABLE, tests ^ SEALABLE
+    raises = next(facts for key, facts in calibrated.items() if "test_negative_price" in key)
+    assert raises["names"] == ["builtins.ValueError"] and "shop.ShopError" not in raises["allowed"]
+    assert {"builtins.ValueError", "builtins.Exception", "builtins.BaseException"} <= set(raises["allowed"])
+    contains = [facts for key, facts in calibrated.items() if "test_greeting" in key and facts]
+    assert contains == [{"size": len("Hello, Ada.")}]
 
 
-def test_a_sealed_file_holds_no_expectation(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
-    text = _sealed(calibrated).sources["tests/test_shop.py"]
-    for literal in ('"HI!"', "0.3333333", "0.25", '"X!"'):
-        assert literal not in text, text
-    assert '== "1.2"' in text and '"!" in shout' in text  # the checks not sealed stay as written
+def test_a_sealed_file_holds_no_expectation(calibrated) -> None:  # type: ignore[no-untyped-def]
+    text = _sealed(calibrated).sources[FILE]
+    for literal in ('"HI!"', "0.3333333", "0.25", '"X!"', '"Hello, Ada"', "ValueError", '"negative', '"A!"',
+                    "is None", "assertIsNone", "!= "):  # fmt: skip
+        assert literal not in text, (literal, text)
+    assert '== "1.2"' in text and "len(found) == 2" in text  # the checks not sealed stay as written
+    assert "pytest.raises(BaseException)" in text and "self.assertRaises(BaseException)" in text
 
 
 def test_correct_code_passes_sealed_and_buggy_code_fails_even_with_a_forged_report(
     tmp_path: Path, calibrated
 ) -> None:  # type: ignore[no-untyped-def]
     sealing = _sealed(calibrated)
-    text = sealing.sources["tests/test_shop.py"]
-    outcomes, records = _run(tmp_path / "correct", CORRECT, text)
-    assert seals.broken(sealing.seals, records, outcomes) == {}
-    assert all(outcome == "passed" for outcome in outcomes.values()), outcomes
+    text = sealing.sources[FILE]
+    for name, code in (("correct", CORRECT), ("another fix", ANOTHER_FIX)):
+        outcomes, records = _run(tmp_path / name, code, text)
+        assert seals.broken(sealing.seals, records, outcomes, calibrated) == {}, name
+        assert all(outcome == "passed" for outcome in outcomes.values()), (name, outcomes)
 
     outcomes, records = _run(tmp_path / "forged", BUGGY, text, "-p", "force_pass")
     assert all(outcome == "passed" for outcome in outcomes.values())  # the report says all passed
-    matched: dict[str, list[str]] = {}
-    match_outcomes(TARGETS, outcomes, matched)
-    assert set(seals.judge(sealing.seals, records, outcomes, matched)) == set(SEALED)
+    failed = {raw.split("[")[0] for raw in _judged(sealing, calibrated, outcomes, records)}
+    assert failed == WRONG_WHEN_BUGGY, failed ^ WRONG_WHEN_BUGGY
+
+
+# Code that knows its tests are sealed and answers the checks it cannot see with values made to meet any
+# expectation: a message holding every likely phrase, an exception of every likely class.
+STUFFED = BUGGY + textwrap.dedent(
+    """
+
+    _LIKELY = ["Hello, Ada", "Hello Ada", "Hi, Ada", "Hello, ada", "Greetings, Ada", "Hello, Ada!"]
+
+
+    def greeting(name):
+        return " ".join(phrase.replace("Ada", name) for phrase in _LIKELY) * 3
+
+
+    class Anything(ValueError, TypeError, KeyError, IndexError, AttributeError, RuntimeError, LookupError):
+        pass
+
+
+    def price(text):
+        raise Anything("negative price " + " ".join(_LIKELY))
+    """
+)
+
+
+def test_values_made_to_meet_any_expectation_do_not_hold(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
+    sealing = _sealed(calibrated)
+    outcomes, records = _run(tmp_path / "stuffed", STUFFED, sealing.sources[FILE], "-p", "force_pass")
+    failed = {raw.split("[")[0] for raw in _judged(sealing, calibrated, outcomes, records)}
+    stuffed = {
+        f"{FILE}::test_greeting",
+        f"{FILE}::test_negative_price",
+        f"{FILE}::ShoutTests::test_price_raises",
+    }
+    assert stuffed <= failed, failed
+    # The control: without the seals the same code passes every one of those tests as written.
+    outcomes, _ = _run(tmp_path / "open", STUFFED, TESTS)
+    assert all(outcomes[test] == "passed" for test in stuffed), outcomes
 
 
 def test_a_sealed_test_reported_under_another_id_is_not_trusted(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
     """The red team's bypass: the report names the sealed test so that the task's id still matches it (a
     space after the name, as a cut id would have it) while no sealed record belongs to that name."""
     sealing = _sealed(calibrated)
-    outcomes, records = _run(tmp_path / "correct", CORRECT, sealing.sources["tests/test_shop.py"])
+    outcomes, records = _run(tmp_path / "correct", CORRECT, sealing.sources[FILE])
     tried = 0
-    for variant in ("tests/test_shop.py::test_shout x", " tests/test_shop.py::test_shout"):
-        forged = {key: value for key, value in outcomes.items() if key != "tests/test_shop.py::test_shout"}
+    for variant in (f"{FILE}::test_shout x", f" {FILE}::test_shout"):
+        forged = {key: value for key, value in outcomes.items() if key != f"{FILE}::test_shout"}
         forged[variant] = "passed"
         matched: dict[str, list[str]] = {}
         found = match_outcomes(TARGETS, forged, matched)
-        if found["tests/test_shop.py::test_shout"] != "passed":
+        if found[f"{FILE}::test_shout"] != "passed":
             continue  # the matcher does not take it for the test at all
         tried += 1
-        judged = seals.judge(sealing.seals, records, forged, matched)
-        assert "tests/test_shop.py::test_shout" in judged, (variant, judged)
+        judged = seals.judge(sealing.seals, records, forged, matched, calibrated)
+        assert f"{FILE}::test_shout" in judged, (variant, judged)
     assert tried  # the matcher does take at least one rewording for the test
 
 
-def test_records_the_run_forges_do_not_hold_without_the_values(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
+def test_records_the_run_forges_do_not_hold_without_the_values(calibrated) -> None:  # type: ignore[no-untyped-def]
     """Code under test can write records too, for every token the file shows: with a value it guessed."""
     sealing = _sealed(calibrated)
-    outcomes = {f"{seal.check.node}": "passed" for seal in sealing.seals}
-    forged = [seals.Record(seal.token, seal.check.node, "a guess") for seal in sealing.seals]
-    assert set(seals.broken(sealing.seals, forged, outcomes)) == set(outcomes)
-    assert set(seals.broken(sealing.seals, [], outcomes)) == set(outcomes)  # nothing recorded
+    strong = [seal for seal in sealing.seals if seals.strong(seal.check)]
+    outcomes = {f"{seal.check.node}": "passed" for seal in strong}
+    forged = [seals.Record(seal.token, seal.check.node, "a guess") for seal in strong]
+    assert set(seals.broken(strong, forged, outcomes, calibrated)) == set(outcomes)
+    assert set(seals.broken(strong, [], outcomes, calibrated)) == set(outcomes)  # nothing recorded
     lines = b'{"token": "x", "case": "c", "plain": true, "value": {"$": "float", "v": "nope"}}\n[1]\n\xff\n'
     assert seals.read_records(lines) == []  # what the run writes that is not a record counts for nothing
+
+
+def test_a_test_of_sealed_checks_none_strong_keeps_its_decoys(calibrated) -> None:  # type: ignore[no-untyped-def]
+    """``is None`` and a one-character ``in`` are sealed, but a guess meets them (the buggy value's opposite):
+    their tests still get decoys; a literal or an exception block does not."""
+    strength = {}
+    for seal in _sealed(calibrated).seals:
+        strength.setdefault(seal.check.node.split("::", 1)[1], set()).add(seals.strong(seal.check))
+    assert strength["test_missing"] == {False} and strength["test_shout_contains"] == {False}
+    assert strength["test_greeting"] == {True, False} and strength["test_negative_price"] == {True}
 
 
 @pytest.mark.parametrize(
     ("op", "expected", "value", "result"),
     [
         ("==", [1, 2], [1, 2], True), ("==", [1, 2], (1, 2), False), ("==", 1, 1.0, True),
-        ("in", "b", ["a", "b"], False), ("not in", "z", "abc", False),  # never sealed: no record is trusted
+        ("!=", "a", "b", True), ("<", 3, 2, True), ("<", 3, "2", False), (">=", "b", "a", False),
+        ("is", None, None, True), ("is not", None, seals.OPAQUE, False), ("is", True, 1, False),
+        ("not in", "z", "abc", True), ("not in", "a", 3, False),
         ("approx", 0.3333333, 1 / 3, True), ("approx", 0.3, 0.31, False), ("approx", 1.0, float("inf"), False),
         ("approx", [0.1, 0.2], [0.1, 0.2000000001], True), ("==", "x", seals.OPAQUE, False),
     ],
@@ -230,6 +384,15 @@ def test_holds_is_pythons_own_semantics_on_data(
     op: str, expected: object, value: object, result: bool
 ) -> None:
     assert seals.holds(op, expected, value) is result
+
+
+def test_in_holds_within_twice_the_gold_value() -> None:
+    gold = {"size": 10}
+    assert seals.holds("in", "b", ["a", "b"], gold)
+    assert seals.holds("in", "needle", "x" * 78 + "needle", gold)  # 84 <= 2 * 10 + 64
+    assert not seals.holds("in", "needle", "x" * 79 + "needle", gold)
+    assert not seals.holds("in", "b", ["b", *range(28)], gold)  # 29 items > 2 * 10 + 8
+    assert not seals.holds("in", "b", "abc", {})  # no gold size learned: not judged
 
 
 # A test parametrised by a table whose column is the expectation: the rows the bug gets wrong ("250ms" reads
@@ -285,7 +448,7 @@ def test_a_parameter_table_is_sealed_row_by_row_and_its_cases_keep_the_tasks_nam
     outcomes, records = _named_run(tmp_path / "calibration", CORRECT, calibration)
     assert outcomes == {f"{TABLE_NODE}[250ms-0.25]": "passed", f"{TABLE_NODE}[2s-2.0]": "passed",
                         f"{TABLE_NODE}[1 m-60.0]": "passed"}  # fmt: skip
-    sealable = seals.calibrated(calibration.seals, records, outcomes)
+    sealable = seals.calibrated(calibration.seals, records, outcomes, set())
     assert len(sealable) == 3 and all(key.startswith(TABLE_NODE + "@") for key in sealable), sealable
 
     sealing = _table_sealing(TABLE_IDS, 1)
@@ -311,7 +474,7 @@ def test_a_sealed_table_fails_the_rows_the_code_gets_wrong(
     outcomes, records = _named_run(tmp_path / "run", code, sealing)
     matched: dict[str, list[str]] = {}
     found = match_outcomes(TABLE_IDS, outcomes, matched)
-    for raw in seals.judge(sealing.seals, records, outcomes, matched):
+    for raw in seals.judge(sealing.seals, records, outcomes, matched, {}):
         found[raw] = "failed"  # as the grader does: reported passed, but its sealed check did not hold
     assert found == {raw: "failed" if raw in wrong else "passed" for raw in TABLE_IDS}, outcomes
 

@@ -1,0 +1,45 @@
+"""What calibration learned of a task's sealed checks, kept on disk under the gym_swe cache: once per task
+and environment, the gold patch's calibrating run decides which checks can be sealed, with their `Facts`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+VERSION = 4
+"""Bumped when what makes a check sealable changes: calibrations of an older version are taken again."""
+
+
+def _stored_path(task: Any, key: Sequence[str]) -> Path:
+    from gym_swe.tasks.repos import cache_root
+
+    recipe = json.dumps([VERSION, list(key), task.test_patch, task.patch], sort_keys=True)
+    digest = hashlib.sha256(recipe.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return cache_root() / "seals" / f"{task.instance_id.replace('/', '_')}-{digest}.json"
+
+
+def stored(task: Any, key: Sequence[str]) -> dict[str, dict[str, Any]] | None:
+    """The checks an earlier calibration of ``task`` in the environment ``key`` found sealable (by key, with
+    what it learned of each), if any."""
+    try:
+        data = json.loads(_stored_path(task, key).read_text())
+    except (OSError, ValueError):
+        return None
+    checks = data.get("sealable") if isinstance(data, dict) else None
+    if not isinstance(checks, dict) or not all(
+        isinstance(name, str) and isinstance(facts, dict) for name, facts in checks.items()
+    ):
+        return None
+    return checks
+
+
+def store(task: Any, key: Sequence[str], sealable: Mapping[str, Mapping[str, Any]]) -> None:
+    path = _stored_path(task, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_suffix(f".{os.getpid()}.tmp")
+    scratch.write_text(json.dumps({"task": task.instance_id, "sealable": dict(sorted(sealable.items()))}))
+    os.replace(scratch, path)
