@@ -327,11 +327,8 @@ def _seal_records(sandbox: Sandbox) -> list[seals.Record]:
 def _seal_and_plant(
     sandbox: Sandbox, task: SWETask, workdir: str, sealed: Mapping[str, seals.Facts], calibrating: bool
 ) -> tuple[seals.Sealing, Planting]:
-    """Seal the checks named (all that could be, calibrating), then plant decoys beside the FAIL_TO_PASS
-    tests without a strong sealed check (`seals.strong`; none, calibrating: the gold patch is the task's
-    own); the files as the test patch left them."""
-    rng = random.Random(secrets.randbits(64))  # drawn afresh for every grade
-    targets = [parse_test_id(raw) for raw in task.fail_to_pass]
+    """`seal_and_plant` the test files of the task's FAIL_TO_PASS tests in ``sandbox``, as the test patch left
+    them, with tokens and decoys drawn afresh for every grade."""
     added: dict[str, set[str]] = {}
     for part in split_diff(task.test_patch):
         if part.new_path is not None:
@@ -340,15 +337,38 @@ def _seal_and_plant(
                 line[1:].strip() for line in lines if line[:1] == "+" and line[:3] != "+++"
             }
     sources: dict[str, str] = {}
-    for path in sorted({t.file for t in targets if t.file}):
+    for path in sorted({t.file for t in map(parse_test_id, task.fail_to_pass) if t.file}):
         try:
             data = sandbox.read_file(f"{workdir}/{path}", max_bytes=MAX_TEST_FILE_BYTES)
         except (FileNotFoundError, IsADirectoryError, FileTooLargeError):
             continue
         sources[path] = data.decode("utf-8", errors="surrogateescape")
+    rng = random.Random(secrets.randbits(64))
+    known = [*task.fail_to_pass, *task.pass_to_pass]
+    sealing, planting, changed = seal_and_plant(
+        sources, task.fail_to_pass, known, sealed, calibrating, rng, added
+    )
+    for path, text in changed.items():
+        sandbox.write_file(f"{workdir}/{path}", text.encode("utf-8", "surrogateescape"))
+    return sealing, planting
+
+
+def seal_and_plant(
+    sources: Mapping[str, str],
+    fail_to_pass: Sequence[str],
+    known: Sequence[str],
+    sealed: Mapping[str, seals.Facts],
+    calibrating: bool,
+    rng: random.Random,
+    added: Mapping[str, set[str]] | None = None,
+) -> tuple[seals.Sealing, Planting, dict[str, str]]:
+    """Seal the checks named in ``sealed`` (all that could be, ``calibrating``), then plant decoys beside the
+    FAIL_TO_PASS tests without a strong sealed check (`seals.strong`; none, calibrating: the gold patch is the
+    task's own). ``sources``: the test files (path -> text); ``known``: all the task's test ids; ``added``:
+    per file, the lines the test patch added. Returns the sealing, the planting and the files' new texts."""
+    targets = [parse_test_id(raw) for raw in fail_to_pass]
     sealing = seals.Sealing()
     if seals.SEAL_CHECKS and (sealed or calibrating):
-        known = [*task.fail_to_pass, *task.pass_to_pass]
         checks = [c for c in seals.candidates(sources, targets, known) if calibrating or c.key in sealed]
         sealing = seals.seal(sources, checks, rng, calibrating)
     changed = dict(sealing.sources)
@@ -358,9 +378,7 @@ def _seal_and_plant(
         unsealed = [target for target in targets if target.node not in sealed_tests]
         planting = plant({**sources, **changed}, unsealed, rng, added)
         changed.update(planting.sources)
-    for path, text in changed.items():
-        sandbox.write_file(f"{workdir}/{path}", text.encode("utf-8", "surrogateescape"))
-    return sealing, planting
+    return sealing, planting, changed
 
 
 def _describe(planting: Planting) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import random
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gym_swe.grading import test_source
 from gym_swe.grading.seals import tables
@@ -47,10 +47,7 @@ class Sealing:
         return {self.names.get(case, case): outcome for case, outcome in outcomes.items()}
 
     def named_records(self, records: Sequence[Record]) -> list[Record]:
-        return [
-            Record(record.token, self.names.get(record.case, record.case), record.value, record.held)
-            for record in records
-        ]
+        return [replace(record, case=self.names.get(record.case, record.case)) for record in records]
 
 
 def seal(
