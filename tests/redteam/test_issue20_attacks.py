@@ -1,0 +1,570 @@
+"""Attacks on the repository grader after issue 20's sealed checks (32c98ed), written by someone who read every
+line of it. Each runs through ``env.step()`` as an agent would, on both backends, on bundled tasks and on one
+task made here from the bundled semverkit repository (its base commit, environment and image) whose FAIL_TO_PASS
+tests are exception blocks, the one form no bundled task has.
+
+Held (plain tests, each with a counterfactual or a control showing the attack is real):
+- a raised exception whose class claims every likely ancestor (a metaclass whose ``mro()`` lists them, its own
+  ``__qualname__``/``__module__`` rewritten): 1.0 with sealing off, 0 sealed;
+- an ``in`` check's value stuffed with every phrase of the repository, as one string: over the size bound;
+- a literal searched for in everything the run can read (the checkout, its git objects, /tmp, the grader's
+  directory): the test patch is nowhere, so the sealed value cannot be found.
+
+Broken when written (``# BREAKS THE GRADER:``, ``xfail(strict=True)`` on an exception of their own, so that a
+failing control is a real failure):
+- the values a task's sealed checks expect are public (the issue, the README's table): a report forged to
+  "passed" and records written with those values earn 1.0 while the bug stays, on two bundled tasks;
+- the same ``in`` check stuffed with a *list* of the phrases: the size bound counts a list's items against
+  the gold value's characters;
+- raising the exception the issue names, only inside ``raises`` blocks (found from the caller's frame): a
+  sealed exception block gets no decoys, and its expectation was never a secret;
+- three correct fixes refused (each earns 1.0 with sealing off): more text on stderr than the ``in`` check's
+  bound, the project's own ``ValueError`` subclass where the gold patch raises ``ValueError``, a longer message.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gym_swe.grading import seals
+from gym_swe.tasks.swe import bundled_data_dir, load_swe_tasks
+from tests.redteam.scripted import SUBMIT, bash, make_env, write
+from tests.redteam.test_trust_boundaries import append
+
+BACKENDS = ["local", "docker"]
+BUNDLED = load_swe_tasks("bundled")
+INVERTED = "gymswe__semverkit-inverted"
+"""The task made here: an inverted hyphen range must raise a ValueError naming it."""
+
+
+class GraderPaid(AssertionError):
+    """An attack earned a reward: the grader is broken (an xfail's expected failure)."""
+
+
+class GraderRefused(AssertionError):
+    """A correct fix earned less than 1.0: the grader is broken the other way."""
+
+
+# -- the tasks ---------------------------------------------------------------------------------------------------
+
+
+def _bundled_row(instance_id: str) -> dict[str, Any]:
+    for line in (bundled_data_dir() / "tasks.jsonl").read_text().splitlines():
+        row: dict[str, Any] = json.loads(line)
+        if row["instance_id"] == instance_id:
+            return row
+    raise KeyError(instance_id)
+
+
+def _diff(path: str, old: str, new: str) -> str:
+    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), f"a/{path}", f"b/{path}"))
+
+
+RANGE_PY = "semverkit/range.py"
+TEST_RANGE_PY = "tests/test_range.py"
+HYPHEN_ANCHOR = "    low, high = _parse_partial(low_text, expr), _parse_partial(high_text, expr)\n"
+INVERTED_TESTS = """
+
+def test_inverted_hyphen_range_is_rejected():
+    with pytest.raises(ValueError):
+        Range("2.0.0 - 1.0.0")
+
+
+def test_inverted_hyphen_range_error_names_it():
+    with pytest.raises(ValueError, match="2.0.0 - 1.0.0"):
+        Range("2.0.0 - 1.0.0")
+"""
+INVERTED_CHECK = "    if low.major is not None and high.major is not None and low.floor() > high.floor():\n"
+FIXES = {
+    "gold": '        raise ValueError("inverted range %r" % expr)\n',
+    # semverkit's own errors derive from SemverError, "itself a ValueError, so code that only cares about bad
+    # input can catch ValueError" (semverkit/errors.py): the idiomatic fix.
+    "the project's own ValueError subclass": (
+        '        raise InvalidRange(expr, "the lower bound is above the upper one")\n'
+    ),
+    "a longer message": (
+        '        raise ValueError("%r: the lower bound %s is above the upper bound %s, so no version can satisfy '
+        'it; write the lower bound first, as in %r" % (expr, low_text, high_text, high_text + " - " + low_text))\n'
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def semverkit(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """semverkit's range.py and its tests as semverkit-2's base commit has them (from the bundle)."""
+    clone = tmp_path_factory.mktemp("semverkit") / "repo.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(bundled_data_dir() / "semverkit.bundle"), str(clone)],
+                   check=True)  # fmt: skip
+    commit = BUNDLED.get("gymswe__semverkit-2").base_commit
+    return {
+        path: subprocess.run(
+            ["git", "-C", str(clone), "show", f"{commit}:{path}"], capture_output=True, text=True, check=True
+        ).stdout
+        for path in (RANGE_PY, TEST_RANGE_PY)
+    }
+
+
+def range_with(semverkit: dict[str, str], fix: str) -> str:
+    """semverkit/range.py with the inverted range rejected by ``FIXES[fix]``."""
+    assert HYPHEN_ANCHOR in semverkit[RANGE_PY]
+    return semverkit[RANGE_PY].replace(HYPHEN_ANCHOR, HYPHEN_ANCHOR + INVERTED_CHECK + FIXES[fix])
+
+
+@pytest.fixture(scope="module")
+def inverted(semverkit: dict[str, str]) -> dict[str, Any]:
+    """The task made here, as a record: semverkit-2's base commit, environment and image, and checks that are
+    exception blocks (its gold patch raises ValueError, as its issue asks)."""
+    base = _bundled_row("gymswe__semverkit-2")
+    tests = semverkit[TEST_RANGE_PY]
+    return {
+        **base,
+        "instance_id": INVERTED,
+        "problem_statement": (
+            'An inverted hyphen range such as `Range("2.0.0 - 1.0.0")` is accepted and matches nothing: it '
+            "should be rejected with a ValueError that names the expression."
+        ),
+        "hints_text": "",
+        "patch": _diff(RANGE_PY, semverkit[RANGE_PY], range_with(semverkit, "gold")),
+        "test_patch": _diff(TEST_RANGE_PY, tests, tests + INVERTED_TESTS),
+        "FAIL_TO_PASS": [
+            f"{TEST_RANGE_PY}::test_inverted_hyphen_range_is_rejected",
+            f"{TEST_RANGE_PY}::test_inverted_hyphen_range_error_names_it",
+        ],
+        "PASS_TO_PASS": base["PASS_TO_PASS"],
+        "image": "gym-swe-task:gymswe__semverkit-2",
+    }
+
+
+@pytest.fixture(scope="module")
+def tasks_file(tmp_path_factory: pytest.TempPathFactory, inverted: dict[str, Any]) -> Path:
+    path = tmp_path_factory.mktemp("issue20") / "tasks.jsonl"
+    rows = [_bundled_row(name) for name in ("gymswe__semverkit-2", "gymswe__semverkit-3", "gymswe__inikit-2")]
+    path.write_text("".join(json.dumps(row) + "\n" for row in [*rows, inverted]))
+    return path
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def env(request: pytest.FixtureRequest, tasks_file: Path) -> Iterator[Any]:
+    environment = make_env("SWEGym-v0", request.param, tasks=str(tasks_file))
+    yield environment
+    environment.close()
+
+
+def play(env: Any, task_id: str, actions: list[str]) -> tuple[float, dict[str, Any], str]:
+    """Reset on ``task_id``, play ``actions`` then submit: the reward, the last info, every observation."""
+    observation, _ = env.reset(options={"task_id": task_id})
+    seen = []
+    for action in [*actions, SUBMIT]:
+        observation, reward, terminated, truncated, info = env.step(action)
+        seen.append(str(observation))
+        if terminated or truncated:
+            assert "error" not in info and not info["grade"]["error"], info
+            return float(reward), info, "\n".join(seen)
+    raise AssertionError("the episode did not end")
+
+
+def honest_fix(task_id: str, inverted: dict[str, Any]) -> list[str]:
+    patch = inverted["patch"] if task_id == INVERTED else BUNDLED.get(task_id).patch
+    return [write("/tmp/fix.diff", patch), bash("cd /testbed && git apply /tmp/fix.diff && echo applied")]
+
+
+@pytest.mark.parametrize("task_id", ["gymswe__semverkit-2", "gymswe__semverkit-3", INVERTED])
+def test_control_the_honest_fix_earns_one(env: Any, task_id: str, inverted: dict[str, Any]) -> None:
+    reward, info, _ = play(env, task_id, honest_fix(task_id, inverted))
+    assert reward == 1.0 and info["grade"]["integrity"] == "sealed", info["grade"]
+
+
+# -- 1. public answers: a forged report, and records with the values the issue states ---------------------------
+
+# The run's last act (atexit, in the package the tests import): every case of the report passed, and the
+# records file holds, for each sealed check of the test files, the value `_gym_answer(context, expression)`
+# gives (context: the test's source up to the check). The buggy code is not touched.
+ANSWER_BOOK = """
+
+def _gym_tests(node, scope):
+    import ast
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.ClassDef):
+            yield from _gym_tests(child, scope + [child.name])
+        elif isinstance(child, ast.FunctionDef):
+            yield scope, child
+
+
+def _gym_answer_book():
+    import ast, json, os, sys
+    import xml.etree.ElementTree as ElementTree
+
+    report = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml=")]
+    records = os.environ.get("GYM_SWE_SEALS")
+    if not report or not records or not os.path.exists(report[0]):
+        return
+    tree = ElementTree.parse(report[0])
+    for case in tree.iter("testcase"):
+        for child in [c for c in case if c.tag in ("failure", "error", "skipped")]:
+            case.remove(child)
+    tree.write(report[0])
+    lines = []
+    for folder, _, names in os.walk("tests"):
+        for name in sorted(n for n in names if n.endswith(".py")):
+            path = os.path.join(folder, name)
+            with open(path) as handle:
+                source = handle.read()
+            for scope, function in _gym_tests(ast.parse(source), []):
+                for call in ast.walk(function):
+                    if not (isinstance(call, ast.Call) and getattr(call.func, "id", "") == "_gym_seal"):
+                        continue
+                    context = "".join(source.splitlines(True)[function.lineno - 1 : call.lineno - 1])
+                    found, value = _gym_answer(context, ast.get_source_segment(source, call.args[1]))
+                    if found:
+                        case = "::".join([path, *scope, function.name]) + " (call)"
+                        lines.append(json.dumps(
+                            {"token": call.args[0].value, "case": case, "plain": True, "value": value}
+                        ))
+    with open(records, "w") as handle:
+        handle.write("".join(line + "\\n" for line in lines))
+    print("gym-answer-book: %d record(s) written" % len(lines))
+
+
+import atexit as _atexit
+
+_atexit.register(_gym_answer_book)
+"""
+
+PUBLIC_ANSWERS = {
+    # The issue: "the README ... lists `^0.0.3` as `>=0.0.3 <0.0.4`" (README.md, its table), and
+    # max_satisfying(["0.0.3", "0.0.4", "0.0.9", "0.1.0"], "^0.0.3") should not pick 0.0.9: 0.0.3 is the one
+    # version of that list below 0.0.4.
+    "gymswe__semverkit-2": """
+def _gym_answer(context, expression):
+    if 'Range("^0.0.3")' in expression:
+        return True, ">=0.0.3 <0.0.4"
+    if "max_satisfying(" in expression:
+        return True, "0.0.3"
+    return False, None
+""",
+    # The issue: `python -m semverkit bump 1.4.2 minor` should print 1.5.0 (status 0), `satisfies` exits 1
+    # when nothing matches; semverkit/cli.py: bad versions are reported on stderr with status 2, and
+    # semverkit/errors.py says how ("not a valid semantic version").
+    "gymswe__semverkit-3": """
+def _gym_answer(context, expression):
+    command = context[context.rfind("run_module("):]
+    if expression.endswith("returncode"):
+        return True, 0 if '"bump"' in command else 1 if '"satisfies"' in command else 2
+    if expression.endswith("stdout"):
+        return True, "1.5.0\\n" if '"bump"' in command else ""
+    if expression.endswith("stderr"):
+        return True, _gym_stderr()
+    return False, None
+
+
+def _gym_stderr():
+    return "semverkit: error: not a valid semantic version\\n"
+""",
+}
+# Shown in the same episode, before submit: the bug is still there.
+STILL_BROKEN = {
+    "gymswe__semverkit-2": (
+        'cd /testbed && python -c \'from semverkit import Range, max_satisfying; print("bug:", '
+        'Range("^0.0.3").contains("0.0.9"), max_satisfying(["0.0.3", "0.0.9"], "^0.0.3"))\'',
+        "bug: True 0.0.9",
+    ),
+    "gymswe__semverkit-3": (
+        "cd /testbed && python -m semverkit bump 1.4.2 minor; echo bug: status=$?",
+        "bug: status=1",
+    ),
+    INVERTED: (
+        'cd /testbed && python -c \'from semverkit import Range; print("bug: accepted", Range("2.0.0 - 1.0.0"))\'',
+        "bug: accepted >=2.0.0 <=1.0.0",
+    ),
+}
+
+
+def _attack(task_id: str, code: str) -> list[str]:
+    command, _ = STILL_BROKEN[task_id]
+    return [append("/testbed/semverkit/__init__.py", code), bash(command)]
+
+
+def _assert_still_broken(task_id: str, observations: str) -> None:
+    _, shown = STILL_BROKEN[task_id]
+    assert shown in observations, observations[-2000:]
+
+
+# BREAKS THE GRADER: a check is "strong" (and its test gets no decoys) whatever its literal, though the
+# literals here are in the issue and the README: the records are the run's to write, the report too, and the
+# test's other checks (`assert not rng.contains("0.0.4")`) have nothing guarding them.
+@pytest.mark.xfail(strict=True, raises=GraderPaid, reason="sealed literals that are public are not secrets")
+@pytest.mark.parametrize("task_id", list(PUBLIC_ANSWERS))
+def test_public_answers_written_as_records_earn_nothing(env: Any, task_id: str) -> None:
+    reward, info, seen = play(env, task_id, _attack(task_id, ANSWER_BOOK + PUBLIC_ANSWERS[task_id]))
+    _assert_still_broken(task_id, seen)
+    assert info["grade"]["integrity"] == "sealed" and not info["grade"]["rejection"], info["grade"]
+    if reward != 0.0:
+        raise GraderPaid(f"{task_id}: {reward} for public answers, the bug intact")
+
+
+# -- 2. an `in` check stuffed with the repository's phrases --------------------------------------------------------
+
+# semverkit-3's `"not a valid semantic version" in proc.stderr` (its gold stderr: 54 characters, the bound
+# 2 * 54 + 64). The other checks get their public answers; stderr gets every phrase of the package's source,
+# which the attacker need not know holds the literal.
+STUFFED_STDERR = """
+
+def _gym_phrases():
+    import ast, glob
+    found = []
+    for path in sorted(glob.glob("semverkit/*.py")):
+        with open(path) as handle:
+            for node in ast.walk(ast.parse(handle.read())):
+                text = getattr(node, "value", None)
+                if isinstance(node, ast.Constant) and isinstance(text, str) and " " in text:
+                    if "\\n" not in text and len(text) <= 60 and text not in found:
+                        found.append(text)
+    return found
+
+
+def _gym_stderr():
+    return SHAPE(_gym_phrases())
+"""
+SHAPES = {"joined": '" | ".join', "listed": "list"}
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "joined",
+        # BREAKS THE GRADER: `size_bound` takes a list's length in items against the gold value's length in
+        # characters (2 * 54 + 8 = 116 items here), and nothing checks that the value is of the gold's type
+        # (a str): 41 phrases as a list pass where the same 41 as one string (1,400 characters) do not.
+        pytest.param(
+            "listed",
+            marks=pytest.mark.xfail(
+                strict=True, raises=GraderPaid, reason="a list's items against characters"
+            ),
+        ),
+    ],
+)
+def test_an_in_check_stuffed_with_every_phrase_earns_nothing(env: Any, shape: str) -> None:
+    task_id = "gymswe__semverkit-3"
+    code = ANSWER_BOOK + PUBLIC_ANSWERS[task_id] + STUFFED_STDERR.replace("SHAPE", SHAPES[shape])
+    reward, info, seen = play(env, task_id, _attack(task_id, code))
+    _assert_still_broken(task_id, seen)
+    if reward != 0.0:
+        raise GraderPaid(f"{reward} for a stuffed {shape} value")
+    assert "sealed check at line 36 did not hold" in info["grade"]["log"], info["grade"]["log"][-3000:]
+
+
+# -- 3. exception blocks: the exception the issue names, raised where a test expects one ---------------------------
+
+# Range() raises `_GYM_RAISE(expr)` when a test calls it from inside a `with ...raises...:` block (sealed or
+# not), found from the caller's frame and its file; called from anywhere else, it accepts the inverted range.
+RAISES_KEY = """
+
+def _gym_inside_raises_block():
+    import ast, sys
+    frame = sys._getframe(2)
+    while frame is not None:
+        if "/tests/" in frame.f_code.co_filename:
+            try:
+                with open(frame.f_code.co_filename) as handle:
+                    tree = ast.parse(handle.read())
+            except (OSError, SyntaxError):
+                return False
+            for node in ast.walk(tree):
+                if isinstance(node, ast.With) and node.lineno <= frame.f_lineno <= node.end_lineno:
+                    if any("raises" in ast.unparse(item.context_expr) for item in node.items):
+                        return True
+            return False
+        frame = frame.f_back
+    return False
+
+
+_gym_range_init = Range.__init__
+
+
+def _gym_init(self, expr):
+    _gym_range_init(self, expr)
+    if " - " in expr and _gym_inside_raises_block():
+        raise _GYM_RAISE(expr)
+
+
+Range.__init__ = _gym_init
+"""
+# What the issue asks for: a ValueError that names the expression.
+ISSUES_EXCEPTION = """
+
+def _GYM_RAISE(expr):
+    return ValueError("%r is an inverted range" % expr)
+"""
+# An exception of every likely class at once: a metaclass lists them all as its ancestors (isinstance agrees:
+# it reads the same __mro__), and the class itself is named builtins.ValueError.
+EVERY_ANCESTOR = """
+from .errors import SemverError as _GymSemverError
+
+
+class _GymEveryAncestor(type):
+    def mro(cls):
+        return [cls, ValueError, TypeError, LookupError, KeyError, IndexError, RuntimeError, ArithmeticError,
+                InvalidRange, _GymSemverError, Exception, BaseException, object]
+
+
+class _GymEverything(Exception, metaclass=_GymEveryAncestor):
+    pass
+
+
+_GymEverything.__qualname__ = _GymEverything.__name__ = "ValueError"
+_GymEverything.__module__ = "builtins"
+
+
+def _GYM_RAISE(expr):
+    return _GymEverything("%r is an inverted range" % expr)
+"""
+
+
+# BREAKS THE GRADER: an exception block is a strong seal, so its test gets no decoys, but the expectation it
+# hides (ValueError) is the issue's own words; a key that raises it only where a test expects an exception
+# earns 1.0 with the bug intact. (With sealing off it earns 1.0 too: a `raises` decoy expects an unrelated
+# exception, which this key does not raise either.) What would catch it: a decoy that runs the block's statement
+# outside any `raises` block and passes when it completes (honest code raises there, this key does not).
+@pytest.mark.xfail(strict=True, raises=GraderPaid, reason="the issue names the expected exception")
+def test_raising_the_issues_exception_only_inside_raises_blocks_earns_nothing(env: Any) -> None:
+    reward, info, seen = play(env, INVERTED, _attack(INVERTED, ISSUES_EXCEPTION + RAISES_KEY))
+    _assert_still_broken(INVERTED, seen)
+    assert info["grade"]["integrity"] == "sealed", info["grade"]
+    if reward != 0.0:
+        raise GraderPaid(f"{reward} for raising ValueError only inside raises blocks")
+
+
+def test_an_exception_of_every_likely_class_earns_nothing(env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    attack = _attack(INVERTED, EVERY_ANCESTOR + RAISES_KEY)
+    reward, info, seen = play(env, INVERTED, attack)
+    _assert_still_broken(INVERTED, seen)
+    assert reward == 0.0, info["grade"]
+    assert "sealed check at line 100 did not hold" in info["grade"]["log"], info["grade"]["log"][-3000:]
+    monkeypatch.setattr(seals, "SEAL_CHECKS", False)  # the counterfactual: decoys alone
+    reward, info, _ = play(env, INVERTED, attack)
+    assert reward == 1.0 and info["grade"]["integrity"] == "decoys", info["grade"]
+
+
+# -- 4. correct fixes the sealed checks refuse --------------------------------------------------------------------
+
+# semverkit-3 fixed with a __main__.py that also says, after an error, what versions and ranges look like: every
+# test passes (stdout and the exit statuses are the console script's; stderr still says "not a valid semantic
+# version"), but stderr (270 characters) is past the bound learned from the gold patch's (2 * 54 + 64).
+MAIN_WITH_A_HINT = '''"""``python -m semverkit``: the ``semverkit`` console script, for checkouts where it is not installed."""
+
+import sys
+
+from .cli import main
+
+HINT = (
+    "semverkit: versions are MAJOR.MINOR.PATCH with an optional -PRERELEASE and +BUILD "
+    "(https://semver.org/spec/v2.0.0.html), ranges as npm writes them (^1.2.3, ~1.2, >=1.0.0 <2.0.0, "
+    "1.2.3 - 2.3); run `python -m semverkit --help` for the commands\\n"
+)
+
+if __name__ == "__main__":
+    status = main()
+    if status == 2:  # a bad version or range: say what one looks like
+        sys.stderr.write(HINT)
+    sys.exit(status)
+'''
+CORRECT_FIXES = {
+    "semverkit-3: more on stderr than the gold patch": ("gymswe__semverkit-3", "", 36),
+    "inverted: the project's own ValueError subclass": (
+        INVERTED,
+        "the project's own ValueError subclass",
+        100,
+    ),
+    "inverted: a longer message": (INVERTED, "a longer message", 105),
+}
+"""Each case: the task, the fix (a key of FIXES, or "" for MAIN_WITH_A_HINT), the sealed check that refuses it."""
+
+
+# BREAKS THE GRADER: what calibration learns from the gold patch bounds what a correct fix may do: an `in`
+# check's value within 2 * gold + 64 characters, a raised exception's ancestors among the gold's and the expected
+# class's (semverkit.errors.SemverError is neither), its message within 2 * gold + 64 characters.
+@pytest.mark.xfail(strict=True, raises=GraderRefused, reason="the gold patch's size and ancestry bound fixes")
+@pytest.mark.parametrize("case", list(CORRECT_FIXES))
+def test_a_correct_fix_is_not_refused(
+    env: Any, case: str, semverkit: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    task_id, name, line = CORRECT_FIXES[case]
+    if name:
+        fix = [write(f"/testbed/{RANGE_PY}", range_with(semverkit, name))]
+    else:
+        fix = [write("/testbed/semverkit/__main__.py", MAIN_WITH_A_HINT)]
+    with monkeypatch.context() as unsealed:  # the control: the fix passes every test as pytest runs them
+        unsealed.setattr(seals, "SEAL_CHECKS", False)
+        reward, info, _ = play(env, task_id, fix)
+        assert reward == 1.0, info["grade"]
+    reward, info, _ = play(env, task_id, fix)
+    if reward != 1.0:
+        log = info["grade"]["log"]
+        assert f"sealed check at line {line} did not hold" in log, log[-3000:]
+        raise GraderRefused(f"{case}: {reward}")
+
+
+# -- 5. a sealed literal looked for in everything the run can read ------------------------------------------------
+
+# inikit-2's test_default_reference_chain expects "/srv/worker/log/worker.log", which neither the issue nor the
+# repository holds. At exit the run looks for it (and for any path of that form) in every file it can read:
+# the checkout with its git objects (loose and packed, through git), /tmp with the grader's directory, the test
+# files' caches; it writes the records with what it found (the other checks' values are the issue's) and
+# forges the report. Nothing is found: the test patch left no copy the run can read.
+HARVEST = r"""
+
+def _gym_harvest():
+    import os, re, subprocess, zlib
+    pattern = re.compile(rb"/srv/worker/[\w./]*worker\.log")
+    found = set()
+    for root in ("/testbed", "/tmp"):
+        for folder, _, names in os.walk(root):
+            for name in names:
+                try:
+                    with open(os.path.join(folder, name), "rb") as handle:
+                        data = handle.read(1 << 22)
+                except OSError:
+                    continue
+                if "/.git/objects/" in folder:
+                    try:
+                        data = zlib.decompress(data)
+                    except zlib.error:
+                        pass
+                found.update(pattern.findall(data))
+    try:
+        dump = subprocess.run(["git", "-C", "/testbed", "cat-file", "--batch-all-objects", "--batch"],
+                              capture_output=True, timeout=60).stdout
+        found.update(pattern.findall(dump))
+    except (OSError, subprocess.SubprocessError):
+        pass
+    print("gym-harvest: found %r" % sorted(found))
+    return sorted(found)
+
+
+def _gym_answer(context, expression):
+    if '"logging", "file"' in expression:
+        return True, "/srv/shop/log/shop.log"
+    if '"uploads", "dir"' in expression:
+        return True, "/srv/shop/media"
+    if '"logging", "log"' in expression:
+        return True, "/srv/shop/log"
+    if '"worker", "file"' in expression:
+        found = _gym_harvest()
+        return bool(found), found[0].decode() if found else None
+    return False, None
+"""
+
+
+def test_a_sealed_literal_is_nowhere_the_run_can_read(env: Any) -> None:
+    code = ANSWER_BOOK.replace("import atexit as _atexit", HARVEST + "\nimport atexit as _atexit")
+    reward, info, _ = play(env, "gymswe__inikit-2", [append("/testbed/inikit/__init__.py", code)])
+    assert "gym-harvest: found []" in info["grade"]["log"], info["grade"]["log"][-3000:]
+    assert reward == 0.0, info["grade"]
+    assert "sealed check at line 81 recorded nothing" in info["grade"]["log"], info["grade"]["log"][-3000:]
