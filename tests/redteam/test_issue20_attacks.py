@@ -93,6 +93,12 @@ FIXES = {
         '        raise ValueError("%r: the lower bound %s is above the upper bound %s, so no version can satisfy '
         'it; write the lower bound first, as in %r" % (expr, low_text, high_text, high_text + " - " + low_text))\n'
     ),
+    # Python 3.11's exception notes; pytest 8 matches `match=` against the message and the notes.
+    "the expression in a note": (
+        '        error = ValueError("inverted hyphen range")\n'
+        '        error.add_note("in %r" % expr)\n'
+        "        raise error\n"
+    ),
 }
 
 
@@ -483,19 +489,23 @@ CORRECT_FIXES = {
         100,
     ),
     "inverted: a longer message": (INVERTED, "a longer message", 105),
+    "inverted: the expression in a note": (INVERTED, "the expression in a note", 105),
 }
 """Each case: the task, the fix (a key of FIXES, or "" for MAIN_WITH_A_HINT), the sealed check that refuses it."""
 
 
 # BREAKS THE GRADER: what calibration learns from the gold patch bounds what a correct fix may do: an `in`
 # check's value within 2 * gold + 64 characters, a raised exception's ancestors among the gold's and the expected
-# class's (semverkit.errors.SemverError is neither), its message within 2 * gold + 64 characters.
+# class's (semverkit.errors.SemverError is neither), its message within 2 * gold + 64 characters; and the
+# message is `str(exception)`, where pytest 8's `match=` also reads the exception's notes (local: pytest 8.3.5).
 @pytest.mark.xfail(strict=True, raises=GraderRefused, reason="the gold patch's size and ancestry bound fixes")
 @pytest.mark.parametrize("case", list(CORRECT_FIXES))
 def test_a_correct_fix_is_not_refused(
     env: Any, case: str, semverkit: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     task_id, name, line = CORRECT_FIXES[case]
+    if "note" in name and env.unwrapped.sandbox_backend == "docker":
+        pytest.skip("the image's pytest 7.2.1 matches `match=` against the message alone, as the grader does")
     if name:
         fix = [write(f"/testbed/{RANGE_PY}", range_with(semverkit, name))]
     else:
