@@ -1,7 +1,7 @@
-"""Attacks on the repository grader after issue 20's sealed checks (32c98ed), written by someone who read every
-line of it. Each runs through ``env.step()`` as an agent would, on both backends, on bundled tasks and on one
-task made here from the bundled semverkit repository (its base commit, environment and image) whose FAIL_TO_PASS
-tests are exception blocks, the one form no bundled task has.
+"""Attacks on the repository grader after issue 20's sealed checks (32c98ed, 2adaed0), written by someone who
+read every line of it. Each runs through ``env.step()`` as an agent would, on both backends, on bundled tasks and
+on one task made here from the bundled semverkit repository (semverkit-2's base commit, environment and image)
+whose FAIL_TO_PASS tests are exception blocks, the one form no bundled task has.
 
 Held (plain tests, each with a counterfactual or a control showing the attack is real):
 - a raised exception whose class claims every likely ancestor (a metaclass whose ``mro()`` lists them, its own
@@ -12,14 +12,17 @@ Held (plain tests, each with a counterfactual or a control showing the attack is
 
 Broken when written (``# BREAKS THE GRADER:``, ``xfail(strict=True)`` on an exception of their own, so that a
 failing control is a real failure):
-- the values a task's sealed checks expect are public (the issue, the README's table): a report forged to
-  "passed" and records written with those values earn 1.0 while the bug stays, on two bundled tasks;
+- the values a task's sealed checks expect are public (the issue, the README, a test the agent saw): a report
+  forged to "passed" and records written with those values earn 1.0 while the bug stays, on three bundled
+  tasks; with ``reward="fraction"``, the same forgery raises the share of a task whose literals are only
+  partly public (inikit-2: 0.769 unfixed, 0.923 forged);
 - the same ``in`` check stuffed with a *list* of the phrases: the size bound counts a list's items against
   the gold value's characters;
 - raising the exception the issue names, only inside ``raises`` blocks (found from the caller's frame): a
   sealed exception block gets no decoys, and its expectation was never a secret;
-- three correct fixes refused (each earns 1.0 with sealing off): more text on stderr than the ``in`` check's
-  bound, the project's own ``ValueError`` subclass where the gold patch raises ``ValueError``, a longer message.
+- four correct fixes refused (each earns 1.0 with sealing off): more text on stderr than the ``in`` check's
+  bound, the project's own ``ValueError`` subclass where the gold patch raises ``ValueError``, a longer message,
+  the expression in an exception note (which pytest 8's ``match=`` reads).
 """
 
 from __future__ import annotations
@@ -600,3 +603,37 @@ def test_a_sealed_literal_is_nowhere_the_run_can_read(env: Any) -> None:
     assert "gym-harvest: found []" in info["grade"]["log"], info["grade"]["log"][-3000:]
     assert reward == 0.0, info["grade"]
     assert "sealed check at line 81 recorded nothing" in info["grade"]["log"], info["grade"]["log"][-3000:]
+
+
+# -- 6. reward="fraction": a seal guards its own test only ----------------------------------------------------------
+
+# inikit-2's three FAIL_TO_PASS tests are all strongly sealed, so none has decoys; the values of two of them are
+# in the issue ("I expected `/srv/shop/log/shop.log` and `/srv/shop/media`"). The public-answer forgery makes
+# those two pass; the third (its "/srv/worker/log/worker.log" is nowhere) fails, and nothing else happens to the
+# grade: the share of passing tests goes up with the bug intact.
+INIKIT2_ANSWERS = """
+def _gym_answer(context, expression):
+    if '"logging", "file"' in expression:
+        return True, "/srv/shop/log/shop.log"
+    if '"uploads", "dir"' in expression:
+        return True, "/srv/shop/media"
+    return False, None
+"""
+
+
+# BREAKS THE GRADER: in fraction mode a case whose sealed checks held counts whatever the rest of the grade
+# showed; the forged report is caught for the one test whose literal is secret, and the grade goes on.
+@pytest.mark.xfail(strict=True, raises=GraderPaid, reason="a seal guards its own test, not the grade")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_forged_report_earns_no_share_of_a_fraction_reward(backend: str, tasks_file: Path) -> None:
+    env = make_env("SWEGym-v0", backend, tasks=str(tasks_file), reward="fraction")
+    try:
+        unfixed, info, _ = play(env, "gymswe__inikit-2", [bash("true")])
+        assert 0.0 < unfixed < 1.0 and not info["grade"]["rejection"], info["grade"]
+        attack = [append("/testbed/inikit/__init__.py", ANSWER_BOOK + INIKIT2_ANSWERS)]
+        forged, info, _ = play(env, "gymswe__inikit-2", attack)
+    finally:
+        env.close()
+    assert "reported passed, but" in info["grade"]["log"], info["grade"]["log"][-3000:]
+    if forged > unfixed:
+        raise GraderPaid(f"the forgery's share {forged:.3f} > the unfixed code's {unfixed:.3f}")
