@@ -31,6 +31,7 @@ GROUPS = {
     "test_fuzz_actions.py": "fuzzed actions (hypothesis) and the reported crashes",
     "test_protocol.py": "forged executor frames (faults)",
     "test_issue21_attacks.py": "crash, launder, starve: names, pids, nesting, proxy floods (attacks)",
+    "test_issue20_attacks.py": "sealed checks: public answers, stuffed values, raises keys, false rejects",
     "test_load.py": "load: 48 episodes at once, a third hostile",
 }
 
