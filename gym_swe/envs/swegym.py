@@ -14,7 +14,13 @@ from gym_swe.grading import seals
 from gym_swe.grading.base import Grade
 from gym_swe.grading.changes import Entry, manifest, take_diff
 from gym_swe.grading.diffs import protection_reason, split_diff
-from gym_swe.grading.repository import Environment, calibrate, grade_repository, probe_environment
+from gym_swe.grading.repository import (
+    Environment,
+    calibrate,
+    grade_repository,
+    probe_environment,
+    protection,
+)
 from gym_swe.grading.test_ids import files_to_run
 from gym_swe.sandbox import Sandbox
 from gym_swe.sandbox.local import SOURCE_MODES
@@ -277,7 +283,9 @@ class SWEGymEnv(ToolEnv):
 
     def _calibrate(self, task: SWETask) -> None:
         """Learn which checks of the task can be sealed: from disk, else by grading its gold patch the
-        calibrating way (one test run, the first time a task is graded in an environment)."""
+        calibrating way, then running its tests with no fix and those checks sealed, in another fresh sandbox,
+        to learn which of them protect the reward (`gym_swe.grading.repository.protection`): two test runs,
+        the first time a task is graded in an environment."""
         key = self._seal_key(task)
         stored = seals.stored(task, key)
         if stored is not None:
@@ -291,6 +299,12 @@ class SWEGymEnv(ToolEnv):
                 environment=environment, pristine=pristine,
             )  # fmt: skip
         if grade.resolved:
+            with self.new_sandbox(task) as unfixed:
+                environment, pristine = self._pristine_state(task, unfixed)
+                sealable = protection(
+                    unfixed, task, sealable, timeout=self.test_timeout, workdir=WORKDIR,
+                    environment=environment, pristine=pristine,
+                )  # fmt: skip
             seals.store(task, key, sealable)
             self._sealable[key] = sealable
             return

@@ -203,22 +203,27 @@ def _checks(
     function: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], added: set[str]
 ) -> list[_Check]:
     """The checks a decoy of ``function`` can contradict, best first: those in the tail of its body (only
-    checks come after them), and its last statement, which a decoy can always expect to raise."""
-    body = function.body
+    checks come after them), and its last statement, which a decoy can always expect to raise. A sealed
+    check (`gym_swe.grading.seals`: decided outside the run, it never fails in it) is a check of the tail
+    but no decoy's: the last statement a decoy expects to raise is then the last one before the sealed
+    checks."""
+    body = [statement for statement in function.body if not _sealed(statement)] or function.body[:0]
     if any(
         isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in test_source.own_nodes(function)
     ):
         return []  # the test can pass without reaching its checks, or is not a plain test
+    if not body:
+        return []  # every statement is a sealed check: nothing a decoy could contradict in the run
     tail: list[ast.stmt] = []
-    for statement in reversed(body):
-        if test_source.is_check_like(statement) or test_source.is_inert(statement):
+    for statement in reversed(function.body):
+        if test_source.is_check_like(statement) or test_source.is_inert(statement) or _sealed(statement):
             tail.append(statement)
         else:
             break
     tail.reverse()
     found: list[_Check] = []
     for statement in tail:
-        if test_source.is_inert(statement) or not test_source.is_check(statement):
+        if test_source.is_inert(statement) or _sealed(statement) or not test_source.is_check(statement):
             continue
         new = _is_new(statement, lines, added)
         literal = decoy_values.literal_of(statement)
@@ -233,6 +238,15 @@ def _checks(
         # still runs in full, so nothing it cleans up is skipped).
         found.append(_Check(last, "raises", _is_new(last, lines, added)))
     return sorted(found, key=lambda check: (_RANK[check.kind], not check.new))
+
+
+def _sealed(statement: ast.stmt) -> bool:
+    """A check the grader sealed: ``_gym_seal(...)``, or a ``with _gym_raises(...)`` block."""
+    if isinstance(statement, ast.Expr):
+        return test_source.callee(statement.value) == "_gym_seal"
+    if isinstance(statement, ast.With) and statement.items:
+        return test_source.callee(statement.items[0].context_expr) == "_gym_raises"
+    return False
 
 
 def _is_new(statement: ast.stmt, lines: list[str], added: set[str]) -> bool:

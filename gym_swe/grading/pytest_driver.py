@@ -10,6 +10,8 @@ Run as a script with the task environment's python, standard library only, Pytho
                                                       sys.path with the modules each holds, and the
                                                       configuration file and rootdir pytest takes for FILEs
     python pytest_driver.py run WORKDIR PLUGINS [self-hosted] -- PYTEST ARGS
+    python pytest_driver.py scan WORKDIR NEEDLES      -> one JSON line: which of the strings in the JSON file
+                                                      NEEDLES some text file of the tree holds (.git aside)
 
 ``probe`` runs on the pristine tree, before any change of the agent's is applied. ``run`` takes pytest and
 each plugin module (comma-separated ``PLUGINS``) from ``sys.path`` with the workspace and this script's own
@@ -219,6 +221,19 @@ def plain(value, depth=0, budget=None):
     if isinstance(value, dict):
         items = [[plain(k, depth + 1, budget), plain(v, depth + 1, budget)] for k, v in dict.items(value)]
         return {"$": "dict", "v": items}
+    # The standard library's stand-ins, as what they compare equal to: views of a dict's keys or items as
+    # sets, UserString/UserList/UserDict and other mappings (ChainMap, MappingProxyType) as their data.
+    import collections
+    import collections.abc as abc
+
+    if isinstance(value, (abc.KeysView, abc.ItemsView)):
+        return {"$": "set", "v": [plain(item, depth + 1, budget) for item in list(value)]}
+    if isinstance(value, collections.UserString):
+        return plain(str(value.data), depth, budget)
+    if isinstance(value, collections.UserList):
+        return plain(list(value.data), depth, budget)
+    if isinstance(value, abc.Mapping):
+        return plain(dict(value.items()), depth, budget)
     # A number of another type (Fraction, Decimal, numpy's) that is exactly an int or a float, as that one
     try:
         for number_type in (int, float):
@@ -257,6 +272,8 @@ def install_recorder(path):
             record["value"], record["plain"] = plain(actual), True
         except Exception:
             record["plain"] = False
+        # which singleton it is, if any: an identity check (``is not None``) of a value that is not data
+        record["singleton"] = next((repr(one) for one in (None, True, False) if actual is one), "")
         if op is not None:
             record["held"] = held(op, actual, expected)
         write(record)
@@ -286,7 +303,7 @@ def install_recorder(path):
                 record["held"] = (
                     value is not None
                     and isinstance(value, self.expected)
-                    and (self.pattern is None or re.search(self.pattern, str(value)) is not None)
+                    and (self.pattern is None or matches(self.pattern, value))
                 )
                 if value is not None and not record["held"]:
                     failure = AssertionError(
@@ -308,14 +325,24 @@ def qualified(cls):
 
 
 def raised(value):
-    """What a sealed block raised, as data: its class's ancestry and its message (``str``, as pytest's
-    ``match`` and unittest's ``assertRaisesRegex`` read it)."""
+    """What a sealed block raised, as data: its class's ancestry, its message (``str``, as pytest's ``match``
+    and unittest's ``assertRaisesRegex`` read it) and its notes (which pytest 8's ``match`` reads too)."""
     ancestry = [qualified(cls) for cls in type.__dict__["__mro__"].__get__(type(value))]
     try:
         message = str(value)
     except Exception:
         message = None
-    return {"mro": ancestry, "message": message if isinstance(message, str) else None}
+    notes = getattr(value, "__notes__", None)
+    notes = [note for note in notes if isinstance(note, str)] if isinstance(notes, list) else []
+    return {"mro": ancestry, "message": message if isinstance(message, str) else None, "notes": notes}
+
+
+def matches(pattern, value):
+    """Whether ``match=`` holds: on the message, or (pytest 8) on the message with the notes after it."""
+    message = str(value)
+    notes = [note for note in getattr(value, "__notes__", None) or [] if isinstance(note, str)]
+    texts = [message] + (["\n".join([message, *notes])] if notes else [])
+    return any(re.search(pattern, text) is not None for text in texts)
 
 
 def expected_classes(expected):
@@ -389,10 +416,45 @@ def run(workdir, plugins, self_hosted, args):
     return pytest.main(list(args), plugins=[sys.modules[name] for name in plugins if name in sys.modules])
 
 
+MAX_SCANNED_BYTES = 4 * 1024 * 1024
+
+
+def scan(workdir, needles_file):
+    """Which of the needles (a JSON list of strings) any text file under ``workdir`` holds: a file that
+    decodes as UTF-8 (or Latin-1), up to MAX_SCANNED_BYTES, outside ``.git``."""
+    with open(needles_file) as handle:
+        needles = set(json.load(handle))
+    found = set()  # type: set[str]
+    for root, directories, files in os.walk(workdir):
+        directories[:] = [name for name in directories if name != ".git"]
+        for name in files:
+            if found == needles:
+                break
+            path = os.path.join(root, name)
+            try:
+                if os.path.islink(path) or os.path.getsize(path) > MAX_SCANNED_BYTES:
+                    continue
+                with open(path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                continue
+            if b"\0" in data[:8192]:
+                continue  # binary
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                text = data.decode("latin-1")
+            found.update(needle for needle in needles - found if needle in text)
+    sys.stdout.write(json.dumps(sorted(found)) + "\n")
+    return 0
+
+
 def main(argv):
     mode, workdir = argv[1], os.path.realpath(argv[2])
     if mode == "probe":
         return probe(workdir, argv[3:])
+    if mode == "scan":
+        return scan(workdir, argv[3])
     plugins = [name for name in argv[3].split(",") if name]
     separator = argv.index("--")
     return run(workdir, plugins, "self-hosted" in argv[4:separator], argv[separator + 1 :])

@@ -153,8 +153,66 @@ def calibrate(
     calibrating way; return that grade (a true one: the checks also hold in the process) and the checks
     that can be sealed in this task's grades, by key, with what the grader must know of each (`seals`)."""
     return _grade(
-        sandbox, task, task.patch, reward, timeout, workdir, (), environment, pristine, {}, calibrating=True
+        sandbox, task, task.patch, reward, timeout, workdir, (), environment, pristine, {}, CALIBRATE
     )
+
+
+def protection(
+    sandbox: Sandbox,
+    task: SWETask,
+    sealable: Mapping[str, seals.Facts],
+    timeout: float = 1800.0,
+    workdir: str = "/testbed",
+    environment: Environment | None = None,
+    pristine: dict[str, Entry] | None = None,
+) -> dict[str, dict[str, object]]:
+    """What `calibrate` learned (``sealable``), with what decides whether each check is `seals.protective`:
+    whether its expectation is ``public`` (every part of it written in the issue, the hints, or a text file
+    of the repository at its base commit, which the agent can read and copy into forged records) and
+    whether the unfixed code fails it (``bug_fails``: with no fix, the tests run with every check sealed,
+    no decoys). ``sandbox`` must be a fresh, pristine one (the repository is scanned before anything is
+    applied)."""
+    if not sealable:
+        return {}
+    needles = {key: seals.public_forms(str(facts.get("expected", ""))) for key, facts in sealable.items()}
+    strings = sorted({form for forms in needles.values() for leaf in forms for form in leaf})
+    readable = f"{task.problem_statement}\n{task.hints_text}"
+    found = {form for form in strings if form in readable} | _scan(sandbox, workdir, strings)
+    learned = {
+        key: {**facts, "public": all(any(form in found for form in leaf) for leaf in needles[key])}
+        for key, facts in sealable.items()
+    }
+    _, unfixed = _grade(
+        sandbox, task, "", "binary", timeout, workdir, (), environment, pristine, learned, LEARN
+    )
+    # a check the unfixed run recorded nothing for (it failed before the check) is one the bug fails
+    return {key: {**facts, "bug_fails": unfixed.get(key, True)} for key, facts in learned.items()}
+
+
+def _scan(sandbox: Sandbox, workdir: str, strings: Sequence[str]) -> set[str]:
+    """The ``strings`` some text file of the (pristine) tree at ``workdir`` holds."""
+    if not strings:
+        return set()
+    sandbox.exec(f"mkdir -p {GRADER_DIR}", timeout=60)
+    sandbox.write_file(f"{GRADER_DIR}/driver.py", DRIVER_SOURCE)
+    sandbox.write_file(f"{GRADER_DIR}/needles.json", json.dumps(list(strings)).encode())
+    run = sandbox.exec(
+        f"python {GRADER_DIR}/driver.py scan {shlex.quote(workdir)} {GRADER_DIR}/needles.json",
+        timeout=600,
+        max_output=64 * 1024 * 1024,
+    )
+    try:
+        found = json.loads(run.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise GradingError(
+            f"could not scan the repository (exit {run.exit_code}): {run.output[-1500:]}"
+        ) from None
+    return {str(item) for item in found}
+
+
+GRADE, CALIBRATE, LEARN = "grade", "calibrate", "learn"
+"""`_grade`'s modes: an agent's diff; the gold patch, learning which checks can be sealed; no patch at all,
+learning which sealed checks the bug fails."""
 
 
 def _grade(
@@ -168,8 +226,11 @@ def _grade(
     environment: Environment | None,
     pristine: dict[str, Entry] | None,
     sealed: Mapping[str, seals.Facts],
-    calibrating: bool = False,
+    mode: str = GRADE,
 ) -> tuple[Grade, dict[str, dict[str, object]]]:
+    """Grade ``diff``; with it, in CALIBRATE mode, the checks that can be sealed (key -> facts); in LEARN
+    mode, each sealed check's key -> whether the run's records of it did not hold (``bug_fails``)."""
+    calibrating = mode == CALIBRATE
     start = time.monotonic()
     expected = list(task.fail_to_pass) + list(task.pass_to_pass)
     foreign = unsupported(expected)
@@ -215,10 +276,10 @@ def _grade(
     # which of the tests it finds are the task's own and which are decoys.
     sandbox.exec(f"rm -f {GRADER_DIR}/agent.diff {GRADER_DIR}/test.diff", timeout=60)
 
-    sealing, planting = _seal_and_plant(sandbox, task, workdir, sealed, calibrating)
-    log.append(_describe(planting) if not calibrating else "decoys: none (the gold patch, calibrating seals)")
+    sealing, planting = _seal_and_plant(sandbox, task, workdir, sealed, calibrating, decoys=mode == GRADE)
+    log.append(_describe(planting) if mode == GRADE else f"decoys: none ({mode} mode)")
     log.append(f"sealed checks: {', '.join(sorted(seal.check.key for seal in sealing.seals)) or 'none'}")
-    integrity = _integrity(task, sealing) if not calibrating else ""
+    integrity = _integrity(sealing, sealed) if mode == GRADE else ""
     report = f"{GRADER_DIR}/report.xml"
     pytest_options = [
         "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-rA", "--continue-on-collection-errors",
@@ -287,6 +348,10 @@ def _grade(
         task_cases = {case for raw in task.fail_to_pass for case in matched.get(raw, [])}
         sealable = seals.calibrated(sealing.seals, records, outcomes, task_cases)
         return _result(task, filtered.diff, found, reward, log, start), sealable
+    if mode == LEARN:
+        holding = seals.holding(sealing.seals, records, sealed)
+        bug_fails = {seal.check.key: seal.check.key not in holding for seal in sealing.seals}
+        return _result(task, filtered.diff, found, reward, log, start), bug_fails  # type: ignore[return-value]
     for raw, why in seals.judge(sealing.seals, records, outcomes, matched, sealed).items():
         if found.get(raw) == "passed":
             log.append(f"{raw}: reported passed, but {why}")
@@ -310,11 +375,13 @@ def _unsealed(grade: Grade) -> tuple[Grade, dict[str, dict[str, object]]]:
     return grade, {}
 
 
-def _integrity(task: SWETask, sealing: seals.Sealing) -> str:
-    """ "sealed" when a FAIL_TO_PASS test has a check sealed that no guess meets (`seals.strong`): then no
-    report or record the run writes earns the reward without that value computed right; "decoys" when
-    only decoys stand between a forged report and the reward."""
-    return "sealed" if any(seals.strong(seal.check) for seal in sealing.seals) else "decoys"
+def _integrity(sealing: seals.Sealing, facts: Mapping[str, seals.Facts]) -> str:
+    """ "sealed" when a FAIL_TO_PASS check is sealed that stands between a forged report and the reward
+    (`seals.protective`): then no report or record the run writes earns the reward without that value
+    computed right; "decoys" when only decoys stand there."""
+    if any(seals.protective(seal.check, facts.get(seal.check.key)) for seal in sealing.seals):
+        return "sealed"
+    return "decoys"
 
 
 def _seal_records(sandbox: Sandbox) -> list[seals.Record]:
@@ -325,7 +392,12 @@ def _seal_records(sandbox: Sandbox) -> list[seals.Record]:
 
 
 def _seal_and_plant(
-    sandbox: Sandbox, task: SWETask, workdir: str, sealed: Mapping[str, seals.Facts], calibrating: bool
+    sandbox: Sandbox,
+    task: SWETask,
+    workdir: str,
+    sealed: Mapping[str, seals.Facts],
+    calibrating: bool,
+    decoys: bool,
 ) -> tuple[seals.Sealing, Planting]:
     """`seal_and_plant` the test files of the task's FAIL_TO_PASS tests in ``sandbox``, as the test patch left
     them, with tokens and decoys drawn afresh for every grade."""
@@ -346,7 +418,7 @@ def _seal_and_plant(
     rng = random.Random(secrets.randbits(64))
     known = [*task.fail_to_pass, *task.pass_to_pass]
     sealing, planting, changed = seal_and_plant(
-        sources, task.fail_to_pass, known, sealed, calibrating, rng, added
+        sources, task.fail_to_pass, known, sealed, calibrating, rng, added, decoys
     )
     for path, text in changed.items():
         sandbox.write_file(f"{workdir}/{path}", text.encode("utf-8", "surrogateescape"))
@@ -361,11 +433,13 @@ def seal_and_plant(
     calibrating: bool,
     rng: random.Random,
     added: Mapping[str, set[str]] | None = None,
+    decoys: bool = True,
 ) -> tuple[seals.Sealing, Planting, dict[str, str]]:
     """Seal the checks named in ``sealed`` (all that could be, ``calibrating``), then plant decoys beside the
-    FAIL_TO_PASS tests without a strong sealed check (`seals.strong`; none, calibrating: the gold patch is the
-    task's own). ``sources``: the test files (path -> text); ``known``: all the task's test ids; ``added``:
-    per file, the lines the test patch added. Returns the sealing, the planting and the files' new texts."""
+    FAIL_TO_PASS tests without a protective sealed check (`seals.protective`; none, calibrating: the gold
+    patch is the task's own, or without ``decoys``). ``sources``: the test files (path -> text); ``known``:
+    all the task's test ids; ``added``: per file, the lines the test patch added. Returns the sealing, the
+    planting and the files' new texts."""
     targets = [parse_test_id(raw) for raw in fail_to_pass]
     sealing = seals.Sealing()
     if seals.SEAL_CHECKS and (sealed or calibrating):
@@ -373,8 +447,12 @@ def seal_and_plant(
         sealing = seals.seal(sources, checks, rng, calibrating)
     changed = dict(sealing.sources)
     planting = Planting()
-    if not calibrating:
-        sealed_tests = {seal.check.node for seal in sealing.seals if seals.strong(seal.check)}
+    if decoys and not calibrating:
+        sealed_tests = {
+            seal.check.node
+            for seal in sealing.seals
+            if seals.protective(seal.check, sealed.get(seal.check.key))
+        }
         unsealed = [target for target in targets if target.node not in sealed_tests]
         planting = plant({**sources, **changed}, unsealed, rng, added)
         changed.update(planting.sources)

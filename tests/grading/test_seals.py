@@ -85,15 +85,22 @@ BUGGY = (
     .replace('"Hello, %s."', '"Hello %s."')
     .replace("return len(text.split())", "return len(text.split(' '))")
 )
-# Another correct fix: its own exception class (of the kind the tests expect) with a longer message, a
-# longer greeting. The grader must not refuse it for not being the gold patch.
+# Another correct fix: its own exception classes (of the kind the tests expect, under a base of its own that
+# the gold patch's exception does not have) with a longer message, a much longer greeting. The grader must
+# not refuse it for not being the gold patch.
 ANOTHER_FIX = CORRECT.replace(
     'raise ShopError("negative price: %s" % text)',
-    'raise NegativePrice("negative price: %s (a price is zero or more)" % text)',
-).replace('"Hello, %s."', '"Hello, %s. Nice to meet you, and welcome to the shop."') + textwrap.dedent(
+    'raise NegativePrice("negative price: %s (a price is zero or more, as the price list says)" % text)',
+).replace(
+    '"Hello, %s."', '("Hello, %s. " + "Nice to meet you, and welcome to the shop. " * 10)'
+) + textwrap.dedent(
     """
 
-    class NegativePrice(ValueError):
+    class PriceError(ValueError):
+        pass
+
+
+    class NegativePrice(PriceError):
         pass
     """
 )
@@ -260,10 +267,10 @@ def test_calibration_seals_literal_expectations_on_plain_data_and_exception_bloc
     tests = {key.split("@")[0] for key in calibrated}
     assert tests == SEALABLE, tests ^ SEALABLE
     raises = next(facts for key, facts in calibrated.items() if "test_negative_price" in key)
-    assert raises["names"] == ["builtins.ValueError"] and "shop.ShopError" not in raises["allowed"]
-    assert {"builtins.ValueError", "builtins.Exception", "builtins.BaseException"} <= set(raises["allowed"])
-    contains = [facts for key, facts in calibrated.items() if "test_greeting" in key and facts]
-    assert contains == [{"size": len("Hello, Ada.")}]
+    assert raises["names"] == ["builtins.ValueError"] and raises["expected"] == "ValueError"
+    builtins = {"builtins.ValueError", "builtins.Exception", "builtins.BaseException", "builtins.object"}
+    assert set(raises["allowed"]) == builtins  # the builtin ancestors of the gold's and the expected class
+    assert all("expected" in facts for facts in calibrated.values())  # what `protection` scans for
 
 
 def test_a_sealed_file_holds_no_expectation(calibrated) -> None:  # type: ignore[no-untyped-def]
@@ -313,16 +320,15 @@ STUFFED = BUGGY + textwrap.dedent(
 )
 
 
-def test_values_made_to_meet_any_expectation_do_not_hold(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
+def test_values_made_to_meet_any_expectation(tmp_path: Path, calibrated) -> None:  # type: ignore[no-untyped-def]
+    """An exception of every likely builtin class holds no sealed exception block; a message of every likely
+    phrase does hold an ``in`` check, which is why ``in`` is not `seals.strong` (its test keeps decoys)."""
     sealing = _sealed(calibrated)
     outcomes, records = _run(tmp_path / "stuffed", STUFFED, sealing.sources[FILE], "-p", "force_pass")
     failed = {raw.split("[")[0] for raw in _judged(sealing, calibrated, outcomes, records)}
-    stuffed = {
-        f"{FILE}::test_greeting",
-        f"{FILE}::test_negative_price",
-        f"{FILE}::ShoutTests::test_price_raises",
-    }
-    assert stuffed <= failed, failed
+    stuffed = {f"{FILE}::test_negative_price", f"{FILE}::ShoutTests::test_price_raises"}
+    assert stuffed <= failed and f"{FILE}::test_greeting" not in failed, failed
+    assert not any(seals.strong(seal.check) for seal in sealing.seals if "test_greeting" in seal.check.node)
     # The control: without the seals the same code passes every one of those tests as written.
     outcomes, _ = _run(tmp_path / "open", STUFFED, TESTS)
     assert all(outcomes[test] == "passed" for test in stuffed), outcomes
@@ -360,13 +366,15 @@ def test_records_the_run_forges_do_not_hold_without_the_values(calibrated) -> No
 
 
 def test_a_test_of_sealed_checks_none_strong_keeps_its_decoys(calibrated) -> None:  # type: ignore[no-untyped-def]
-    """``is None`` and a one-character ``in`` are sealed, but a guess meets them (the buggy value's opposite):
-    their tests still get decoys; a literal or an exception block does not."""
+    """Only equality with a literal one value meets is strong: ``is None``, ``in``, ``!=`` and exception
+    blocks are sealed, but a guess meets them (the buggy value's opposite, a stuffed message, one of the few
+    likely exceptions): their tests still get decoys."""
     strength = {}
     for seal in _sealed(calibrated).seals:
         strength.setdefault(seal.check.node.split("::", 1)[1], set()).add(seals.strong(seal.check))
     assert strength["test_missing"] == {False} and strength["test_shout_contains"] == {False}
-    assert strength["test_greeting"] == {True, False} and strength["test_negative_price"] == {True}
+    assert strength["test_greeting"] == {False} and strength["test_negative_price"] == {False}
+    assert strength["test_shout"] == {True} and strength["test_count"] == {False}  # `== 2`: a small integer
 
 
 @pytest.mark.parametrize(
@@ -374,7 +382,7 @@ def test_a_test_of_sealed_checks_none_strong_keeps_its_decoys(calibrated) -> Non
     [
         ("==", [1, 2], [1, 2], True), ("==", [1, 2], (1, 2), False), ("==", 1, 1.0, True),
         ("!=", "a", "b", True), ("<", 3, 2, True), ("<", 3, "2", False), (">=", "b", "a", False),
-        ("is", None, None, True), ("is not", None, seals.OPAQUE, False), ("is", True, 1, False),
+        ("is", None, None, True), ("is not", None, seals.OPAQUE, True), ("is", True, 1, False),
         ("not in", "z", "abc", True), ("not in", "a", 3, False),
         ("approx", 0.3333333, 1 / 3, True), ("approx", 0.3, 0.31, False), ("approx", 1.0, float("inf"), False),
         ("approx", [0.1, 0.2], [0.1, 0.2000000001], True), ("==", "x", seals.OPAQUE, False),
@@ -383,16 +391,25 @@ def test_a_test_of_sealed_checks_none_strong_keeps_its_decoys(calibrated) -> Non
 def test_holds_is_pythons_own_semantics_on_data(
     op: str, expected: object, value: object, result: bool
 ) -> None:
-    assert seals.holds(op, expected, value) is result
+    singleton = next((repr(one) for one in (None, True, False) if value is one), "")
+    assert seals.holds(op, expected, value, None, singleton) is result
 
 
-def test_in_holds_within_twice_the_gold_value() -> None:
-    gold = {"size": 10}
-    assert seals.holds("in", "b", ["a", "b"], gold)
-    assert seals.holds("in", "needle", "x" * 78 + "needle", gold)  # 84 <= 2 * 10 + 64
-    assert not seals.holds("in", "needle", "x" * 79 + "needle", gold)
-    assert not seals.holds("in", "b", ["b", *range(28)], gold)  # 29 items > 2 * 10 + 8
-    assert not seals.holds("in", "b", "abc", {})  # no gold size learned: not judged
+def test_identity_is_held_by_which_singleton_the_run_saw() -> None:
+    """A project's object is ``not None`` (its value is not data, its identity is), as in Python."""
+    assert seals.holds("is not", None, seals.OPAQUE, None, "")
+    assert not seals.holds("is", None, seals.OPAQUE, None, "")
+    assert seals.holds("is", None, None, None, "None") and not seals.holds("is not", None, None, None, "None")
+    assert seals.holds("is", True, True, None, "True") and not seals.holds("is", True, 1, None, "")
+
+
+def test_a_sealed_literal_the_agent_can_read_is_public() -> None:
+    """Its parts, each spelt as it would be written: a string's lines, a number (an integral float also as an
+    int), a container's items."""
+    assert seals.public_forms('"1.5.0\\n"') == [["1.5.0"]]
+    assert seals.public_forms("5400.0") == [["5400.0", "5400"]]
+    assert seals.public_forms('["auth", "cache"]') == [["auth"], ["cache"]]
+    assert seals.public_forms('{"a": 1}') == [["a"], ["1"]]
 
 
 # A test parametrised by a table whose column is the expectation: the rows the bug gets wrong ("250ms" reads

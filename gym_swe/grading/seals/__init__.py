@@ -25,8 +25,11 @@ also written in a test that is not sealed, or elsewhere in the repository, is no
 
 Checks whose expectation is computed in the run (``assert f(x) == g(y)``, ``assert_identical(a, b)``, a
 project object's ``__eq__``) cannot be sealed: whatever the test computes, the code under test can compute
-too. Their tests keep decoys (`gym_swe.grading.decoys`). `strong` says which sealed checks a guess cannot
-meet: a test with one gets no decoys.
+too. Their tests keep decoys (`gym_swe.grading.decoys`). Nor does a literal the agent can read (in the
+issue, the hints, the repository) protect anything: code that forges the report can write it into the
+records. `protective` says which sealed checks stand between a forged report and the reward (`strong`: one
+value only meets it; not public; failed by the unfixed code): a test with one gets no decoys, and a grade
+with one is ``integrity="sealed"``.
 
 A parameter table is sealed row by row (`tables`). A literal in a test with several cases is sealed only when
 every case is one of the task's FAIL_TO_PASS cases, so that no case the bug gets right shows it.
@@ -52,10 +55,11 @@ from gym_swe.grading.seals.judging import (
     broken,
     calibrated,
     decode,
+    holding,
     holds,
     judge,
+    public_forms,
     read_records,
-    size_bound,
 )
 from gym_swe.grading.seals.store import VERSION, store, stored
 from gym_swe.grading.seals.writing import FUNCTION, RAISES_FUNCTION, Seal, Sealing, seal
@@ -69,12 +73,12 @@ MAX_RECORD_CHARS = 8 * 1024 * 1024
 
 
 def strong(check: Check) -> bool:
-    """Whether a sealed check holds only for a value computed right, not one guessed from the buggy one: an
-    exception block, or a comparison with a literal that is not a boolean, None or empty (``== True`` is one
-    bit, and ``!=``, ``not in`` and ordering hold for most values)."""
-    if check.op == RAISES:
-        return True
-    if check.op not in ("==", "approx", "in"):
+    """Whether a sealed check holds for one value only, which a guess from the buggy one does not find:
+    equality (``==``, ``approx``) with a literal that is not a boolean, None, empty, one character or a small
+    integer. Not: ``!=``, ``not in``, ordering and ``is`` (most values meet them), ``in`` (a value stuffed
+    with every likely phrase meets it), an exception block (the likely exceptions are few, and name
+    themselves)."""
+    if check.op not in ("==", "approx"):
         return False
     try:
         value = ast.literal_eval(check.expected)
@@ -82,14 +86,29 @@ def strong(check: Check) -> bool:
         return False
     if value is None or isinstance(value, bool):
         return False
-    if isinstance(value, (str, bytes, tuple, list, dict, set, frozenset)):
-        return len(value) >= (2 if check.op == "in" else 1)
+    if isinstance(value, int):
+        return abs(value) > 10
+    if isinstance(value, float):
+        return not value.is_integer() or abs(value) > 10
+    if isinstance(value, (str, bytes)):
+        return len(value.strip()) >= 2
+    if isinstance(value, (tuple, list, dict, set, frozenset)):
+        return len(value) >= 1
     return True
+
+
+def protective(check: Check, facts: Facts | None) -> bool:
+    """Whether a sealed check stands between a forged test report and the reward: `strong`, its expectation
+    written nowhere the agent can read (not ``public``: the issue, the hints, the repository at its base
+    commit), and failed by the unfixed code (``bug_fails``; else the buggy value itself meets it). Learned at
+    calibration; unknown means no."""
+    known = facts or {}
+    return strong(check) and known.get("public") is False and known.get("bug_fails") is True
 
 
 __all__ = [
     "FUNCTION", "MAX_RECORD_CHARS", "OPAQUE", "OPS", "RAISES", "RAISES_FUNCTION", "RECORDS_VARIABLE",
     "SEAL_CHECKS", "VERSION", "Check", "Facts", "Record", "Seal", "Sealing", "broken", "calibrated",
-    "candidates", "decode", "form_of", "holds", "judge", "read_records", "seal", "size_bound", "store",
-    "stored", "strong",
+    "candidates", "decode", "form_of", "holding", "holds", "judge", "protective", "public_forms",
+    "read_records", "seal", "store", "stored", "strong",
 ]  # fmt: skip

@@ -6,15 +6,19 @@ Records are the run's to write: code under test can write any record for any tok
 a record counts only where a check of the task's own test case made it, every record of a check must hold,
 and what holds is decided here from plain data against an expectation the run never had:
 
-- ``==``, ``approx``, ``!=``, ``<`` ... and ``is`` hold as Python says for the recorded data;
-- ``in`` holds when the literal is in the recorded value *and* that value is no larger than twice the gold
-  patch's, plus a margin (`size_bound`): a value made to contain every likely literal is not an answer;
-- ``not in`` holds when the literal is not in it (a value that is a string, bytes or a container);
+- ``==``, ``approx``, ``!=``, ``<`` ..., ``in`` and ``not in`` hold as Python says for the recorded data;
+- ``is`` and ``is not`` hold by which singleton (None, True, False) the value was, recorded in the run, so
+  that a project's object is ``not None`` as it is in Python;
 - ``raises`` holds when what the block raised is, by its recorded class's ancestry (module and qualified
-  name of each class, read through ``type``'s own descriptors), one of the expected exceptions; when every
-  ancestor but its own class is one the gold patch's exception or the expected exceptions have (so that a
-  class made to derive from every likely exception is not an answer, while a new class of the right kind
-  is); and, with a pattern, when its message, within `size_bound` of the gold's, matches it.
+  name of each class, read through ``type``'s own descriptors), one of the expected exceptions; when each
+  builtin exception among its ancestors is one the gold patch's exception or the expected exceptions have
+  (so that a class made to derive from every likely builtin exception is not an answer, while the project's
+  own subclass of the right kind is); and, with a pattern, when its message (or, as pytest 8 reads it, its
+  message with its notes) matches it.
+
+A value made to meet any expectation (a message holding every likely phrase for an ``in`` check) meets an
+``in`` check: such checks are sealed (the run's outcome for them is decided here) but not `strong`, so their
+tests keep decoys.
 """
 
 from __future__ import annotations
@@ -35,9 +39,11 @@ if TYPE_CHECKING:
 OPAQUE = object()
 """A recorded value that is not plain data (a project's object, or one too large or deep)."""
 Facts = Mapping[str, Any]
-"""What calibration learned of a sealed check from the gold patch (JSON data): ``size`` of its value (an
-``in`` check) or message (``raises``); for ``raises``: ``names`` of the expected exceptions, ``allowed``
-ancestors."""
+"""What calibration learned of a sealed check (JSON data): for ``raises``, the ``names`` of the expected
+exceptions and the builtin exceptions ``allowed`` among the ancestors of what is raised (the gold patch's and
+the expected ones'); for every check, whether its expectation is ``public`` (written where the agent can read
+it: the issue, the hints, the repository) and whether the unfixed code fails it (``bug_fails``), which decide
+whether it is `protective`."""
 _ORDER = {
     "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b
 }  # fmt: skip
@@ -53,6 +59,8 @@ class Record:
     """Calibration: whether the check held in the process, with Python's own semantics."""
     expected: Any = None
     """Calibration of a ``raises`` block: the expected exceptions, ``{"names": [...], "ancestry": [...]}``."""
+    singleton: str = ""
+    """``"None"``, ``"True"`` or ``"False"`` when the value was that object, else ``""``."""
 
 
 def read_records(data: bytes) -> list[Record]:
@@ -67,7 +75,8 @@ def read_records(data: bytes) -> list[Record]:
         except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
             continue  # the run writes this file too: a line that is not a record counts for nothing
         held = raw.get("held") if isinstance(raw.get("held"), bool) else None
-        records.append(Record(token, case.rsplit(" (", 1)[0], value, held, expected))
+        singleton = raw.get("singleton") if raw.get("singleton") in ("None", "True", "False") else ""
+        records.append(Record(token, case.rsplit(" (", 1)[0], value, held, expected, singleton))
     return records
 
 
@@ -94,16 +103,16 @@ def decode(data: Any) -> Any:
     return OPAQUE
 
 
-def size_bound(gold_size: int, value: Any) -> int:
-    """How large a recorded value may be against the gold patch's: twice it, plus 64 characters (a string
-    or bytes) or 8 items (a container). A correct fix may word a message differently, or at more length; a
-    value stuffed with every likely expectation is larger still (see `holds`)."""
-    return 2 * gold_size + (64 if isinstance(value, (str, bytes)) else 8)
+MAX_MESSAGE_CHARS = 1024 * 1024
+"""An exception message longer than this is not matched against a pattern (the pattern runs on the host)."""
 
 
-def holds(op: str, expected: Any, value: Any, facts: Facts | None = None) -> bool:
+def holds(op: str, expected: Any, value: Any, facts: Facts | None = None, singleton: str = "") -> bool:
     """Whether a recorded ``value`` meets the check ``op`` against ``expected`` (a literal; for ``raises``,
-    the pattern or None), as Python says for data; ``facts``: what calibration learned (`Facts`)."""
+    the pattern or None), as Python says for data; ``facts``: what calibration learned (`Facts`);
+    ``singleton``: which of None, True and False the value was (identity checks)."""
+    if op in ("is", "is not"):
+        return (repr(expected) == singleton) is (op == "is")
     if value is OPAQUE:
         return False
     facts = facts or {}
@@ -116,17 +125,10 @@ def holds(op: str, expected: Any, value: Any, facts: Facts | None = None) -> boo
             return bool(value != expected)
         if op in _ORDER:
             return _plain_order(value, expected) and bool(_ORDER[op](value, expected))
-        if op == "is":
-            return value is expected
-        if op == "is not":
-            return value is not expected
         if op in ("in", "not in"):
             if not isinstance(value, (str, bytes, list, tuple, set, frozenset, dict)):
                 return False
-            if op == "not in":
-                return expected not in value
-            gold = facts.get("size")
-            return isinstance(gold, int) and len(value) <= size_bound(gold, value) and expected in value
+            return (expected in value) is (op == "in")
         if op == RAISES:
             return _raised(value, expected, facts)
     except Exception:  # a value the run wrote, compared: whatever goes wrong, it did not hold
@@ -145,21 +147,19 @@ def _plain_order(value: Any, expected: Any) -> bool:
 def _raised(value: Any, pattern: str | None, facts: Facts) -> bool:
     if not isinstance(value, dict):
         return False  # nothing was raised in the block
-    ancestry, message = value.get("mro"), value.get("message")
+    ancestry, message, notes = value.get("mro"), value.get("message"), value.get("notes") or []
     if not isinstance(ancestry, list) or not ancestry or not all(isinstance(n, str) for n in ancestry):
         return False
     names, allowed = facts.get("names") or [], set(facts.get("allowed") or [])
-    if not any(name in ancestry for name in names) or not set(ancestry[1:]) <= allowed:
+    builtins = {name for name in ancestry if name.startswith("builtins.")}
+    if not any(name in ancestry for name in names) or not builtins <= allowed:
         return False
     if pattern is None:
         return True
-    gold = facts.get("size")
-    return (
-        isinstance(message, str)
-        and isinstance(gold, int)
-        and len(message) <= size_bound(gold, message)
-        and re.search(pattern, message) is not None
-    )
+    if not isinstance(message, str) or not _names(notes or ["-"]):
+        return False
+    texts = [message] + (["\n".join([message, *notes])] if notes else [])
+    return any(len(text) <= MAX_MESSAGE_CHARS and re.search(pattern, text) is not None for text in texts)
 
 
 def _approx(value: Any, expected: Any) -> bool:
@@ -273,9 +273,57 @@ def broken(
             values = made.get(suffix, [])
             if not values:
                 failed[case] = f"its sealed check at line {check.line} recorded nothing"
-            elif not all(holds(check.op, expected, record.value, known) for record in values):
+            elif not all(holds(check.op, expected, r.value, known, r.singleton) for r in values):
                 failed[case] = f"its sealed check at line {check.line} did not hold"
     return failed
+
+
+def holding(seals: Sequence[Seal], records: Sequence[Record], facts: Mapping[str, Facts]) -> set[str]:
+    """The keys of the sealed checks that recorded something, all of which held (whatever the outcomes)."""
+    found = set()
+    for sealed in seals:
+        check = sealed.check
+        made = [record for suffix, mine in _by_case(records, sealed).items() for record in mine
+                if not check.case or suffix == check.case]  # fmt: skip
+        expected, known = expectation(sealed), facts.get(check.key)
+        if made and all(holds(check.op, expected, r.value, known, r.singleton) for r in made):
+            found.add(check.key)
+    return found
+
+
+def public_forms(literal: str) -> list[list[str]]:
+    """How a check's literal (its source) would be written where the agent reads: for each of its parts (a
+    string's lines, a number, a container's items), the spellings any one of which gives that part away.
+    Every part given away makes the literal public: an agent can put it together in a forged record."""
+    try:
+        value = ast.literal_eval(literal)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return [[literal]]
+    parts: list[list[str]] = []
+
+    def add(item: Any) -> None:
+        if isinstance(item, bytes):
+            item = item.decode("latin-1")
+        if isinstance(item, str):
+            parts.extend([line.strip()] for line in item.splitlines() if line.strip())
+        elif isinstance(item, bool) or item is None:
+            parts.append([repr(item)])
+        elif isinstance(item, int):
+            parts.append([str(item)])
+        elif isinstance(item, float):
+            parts.append([repr(item), *([str(int(item))] if item.is_integer() else [])])
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                add(key)
+                add(inner)
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            for inner in item:
+                add(inner)
+        else:
+            parts.append([repr(item)])
+
+    add(value)
+    return parts
 
 
 # -- calibrating: what can be sealed, and what the grader must know of it ------------------------------------
@@ -306,9 +354,12 @@ def calibrated(
             continue
         mine = [record for suffix in cases for record in made[suffix]]
         facts = _facts(sealed, mine)
+        if facts is not None:
+            facts["expected"] = check.expected
         expected = expectation(sealed)
         if facts is not None and all(
-            record.held is True and holds(check.op, expected, record.value, facts) for record in mine
+            record.held is True and holds(check.op, expected, record.value, facts, record.singleton)
+            for record in mine
         ):
             found[check.key] = facts
     for (node, _), table in rows.items():  # a table is sealed whole: every row passed, as recorded
@@ -316,22 +367,17 @@ def calibrated(
         if set(cases) != {sealed.check.case for sealed in table}:
             continue  # more cases than rows (a parametrised class or fixture), or a row not run
         if all(cases[sealed.check.case] == "passed" and _row_held(sealed, records) for sealed in table):
-            found.update((sealed.check.key, {}) for sealed in table)
+            found.update((sealed.check.key, {"expected": sealed.check.expected}) for sealed in table)
     return found
 
 
 def _facts(sealed: Seal, records: Sequence[Record]) -> dict[str, Any] | None:
     """What the gold patch's records say the grader must know of the check (None: it cannot be sealed)."""
     op = sealed.check.op
-    if op == "in":
-        sized = (str, bytes, list, tuple, set, frozenset, dict)
-        sizes = [len(record.value) for record in records if isinstance(record.value, sized)]
-        return {"size": max(sizes)} if len(sizes) == len(records) else None
     if op != RAISES:
         return {}
     names: set[str] = set()
     allowed: set[str] = set()
-    sizes = []
     for record in records:
         expected, value = record.expected, record.value
         if not isinstance(expected, dict) or not isinstance(value, dict):
@@ -343,11 +389,11 @@ def _facts(sealed: Seal, records: Sequence[Record]) -> dict[str, Any] | None:
         if not (_names(ancestry) and isinstance(message, str)):
             return None
         names.update(expected_names)
-        allowed.update(ancestry[1:])
+        allowed.update(ancestry)
         for inherited in ancestries:
             allowed.update(inherited)
-        sizes.append(len(message))
-    return {"names": sorted(names), "allowed": sorted(allowed), "size": max(sizes)}
+    builtins = sorted(name for name in allowed if name.startswith("builtins."))
+    return {"names": sorted(names), "allowed": builtins}
 
 
 def _names(value: Any) -> TypeGuard[list[str]]:
