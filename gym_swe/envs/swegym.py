@@ -175,6 +175,11 @@ class SWEGymEnv(ToolEnv):
         self.strip_history = bool(strip_history)
         self.test_timeout = float(test_timeout)
         self.integrity = integrity
+        if integrity == "sealed" and kwargs.get("reward", "binary") != "binary":
+            raise ConfigError(
+                "integrity='sealed' needs reward='binary': a fraction (or your own reward) pays test by "
+                "test, and a forged report raises the share of the tests that have no protective sealed check"
+            )
         # Repository work takes more turns and a longer chat than fixing a function.
         kwargs.setdefault("max_turns", 50)
         kwargs.setdefault("max_context_chars", 800_000)

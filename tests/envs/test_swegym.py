@@ -15,10 +15,14 @@ import gym_swe  # noqa: F401
 from gym_swe.errors import ConfigError
 from gym_swe.tasks.swe import load_swe_tasks
 from tests.conftest import require_bwrap, require_docker
+from tests.redteam.test_forged_reports import SEALED_TASKS
 
 TASKS = load_swe_tasks("bundled")
 TASK = TASKS.get("gymswe__semverkit-1")  # F2P in tests/test_version.py; the fix is in semverkit/version.py
 SUBMIT = '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
+INTEGRITY = {
+    task.instance_id: "sealed" if task.instance_id in SEALED_TASKS else "decoys" for task in TASKS
+}  # what stands between a forged report and each bundled task's reward (README, Security)
 
 
 def bash(command: str) -> str:
@@ -163,11 +167,12 @@ def test_integrity_sealed_grades_only_tasks_whose_checks_are_sealed(monkeypatch:
 
     require_bwrap()
     environment = gymnasium.make("SWEGym-v0", integrity="sealed")
+    sealed = TASKS.get("gymswe__inikit-1")  # its hidden tests expect a value written nowhere the agent reads
     try:
-        reward, info = episode(environment, [apply_gold()])
+        reward, info = episode(environment, [apply_gold(sealed)], sealed)
         assert reward == 1.0 and info["grade"]["integrity"] == "sealed" and "error" not in info
         monkeypatch.setattr(seals, "SEAL_CHECKS", False)
-        reward, info = episode(environment, [apply_gold()])
+        reward, info = episode(environment, [apply_gold(sealed)], sealed)
     finally:
         environment.close()
     assert reward == 0.0 and info["grade"]["error"].startswith("not graded: integrity='sealed'"), info[
@@ -211,7 +216,7 @@ def test_validate_every_bundled_task(backend: str, tmp_path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     rows = json.loads(report.read_text())
     assert len(rows) == len(TASKS) and all(row["ok"] for row in rows)
-    assert all(row["integrity"] == "sealed" for row in rows), [(r["task_id"], r["integrity"]) for r in rows]
+    assert {row["task_id"]: row["integrity"] for row in rows} == INTEGRITY
     assert f"{len(TASKS)}/{len(TASKS)} tasks valid" in result.stdout
 
 

@@ -1,10 +1,10 @@
 """A forged report against every bundled SWE task: code that rewrites the test run's report so that every test
 passed, with the decoys turned off, as if it told every decoy from the task's tests (the best a decoy-aware
-forger can do). What then stands is the sealed checks: every bundled task has a FAIL_TO_PASS check sealed that
-no guess meets (``Grade.integrity == "sealed"``), so the forgery earns nothing on any of them, on either
-backend. The controls: with sealing off too, the same forgery earns 1.0 on every task (so the 0 is the seals
-catching it, not an attack that never ran); the honest fix earns 1.0 with seals on (`gym-swe validate` of
-every bundled task, in tests/envs/test_swegym.py).
+forger can do). What then stands is the sealed checks: on every bundled task whose grade is "sealed" (a
+FAIL_TO_PASS check sealed that one value meets, written nowhere the agent reads, which the bug fails:
+`seals.protective`), the forgery earns nothing, on either backend. The controls: with sealing off too, the
+same forgery earns 1.0 on every task (so the 0 is the seals catching it, not an attack that never ran); the
+honest fix earns 1.0 with seals on (`gym-swe validate` of every bundled task, in tests/envs/test_swegym.py).
 
 A forger that also writes the sealed records (any value, for any token the test file shows) is in
 tests/grading/test_seals.py: a guess, a value stuffed with every likely answer, an exception of every likely
@@ -23,6 +23,12 @@ from tests.redteam.scripted import make_env, run_episode
 from tests.redteam.test_trust_boundaries import append
 
 TASKS = list(load_swe_tasks("bundled"))
+SEALED_TASKS = {
+    "gymswe__semverkit-4", "gymswe__inikit-1", "gymswe__inikit-2", "gymswe__inikit-4", "gymswe__tabletext-1",
+    "gymswe__tabletext-2", "gymswe__tabletext-3",
+}  # fmt: skip
+"""The bundled tasks with a protective sealed check (the others' expected values are all in their issues or
+repositories: a forger can copy them into the records, so decoys are what stands there)."""
 PACKAGES = {"semverkit": "semverkit", "inikit": "inikit", "tabletext": "tabletext"}
 
 # The run's last act: every test case in the JUnit report passed. The sealed records are left as the buggy code
@@ -65,11 +71,13 @@ def test_a_report_forged_past_every_decoy_earns_nothing_on_any_bundled_task(
     try:
         for task in TASKS:
             reward, terminated, _, info = run_episode(env, task.instance_id, _forge(task))
-            assert terminated and info["grade"]["integrity"] == "sealed", info["grade"]
-            earned[task.instance_id] = (reward, "reported passed, but" in info["grade"]["log"])
+            assert terminated, info["grade"]
+            if info["grade"]["integrity"] == "sealed":
+                earned[task.instance_id] = (reward, "reported passed, but" in info["grade"]["log"])
     finally:
         env.close()
-    assert earned == {task.instance_id: (0.0, True) for task in TASKS}, earned
+    assert earned == {task: (0.0, True) for task in earned}, earned
+    assert set(earned) == SEALED_TASKS, set(earned) ^ SEALED_TASKS
 
 
 def test_control_with_sealing_off_the_forgery_earns_one_on_every_bundled_task(

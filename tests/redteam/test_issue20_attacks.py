@@ -1,5 +1,6 @@
 """Attacks on the repository grader after issue 20's sealed checks (32c98ed, 2adaed0), written by someone who
-read every line of it. Each runs through ``env.step()`` as an agent would, on both backends, on bundled tasks and
+read every line of it, and kept as tests after the fixes that followed (protective seals: a sealed literal the
+agent can read is no secret). Each runs through ``env.step()`` as an agent would, on both backends, on bundled tasks and
 on one task made here from the bundled semverkit repository (semverkit-2's base commit, environment and image)
 whose FAIL_TO_PASS tests are exception blocks, the one form no bundled task has.
 
@@ -10,19 +11,22 @@ Held (plain tests, each with a counterfactual or a control showing the attack is
 - a literal searched for in everything the run can read (the checkout, its git objects, /tmp, the grader's
   directory): the test patch is nowhere, so the sealed value cannot be found.
 
-Broken when written (``# BREAKS THE GRADER:``, ``xfail(strict=True)`` on an exception of their own, so that a
-failing control is a real failure):
+Broken when written, and what answers each now:
 - the values a task's sealed checks expect are public (the issue, the README, a test the agent saw): a report
-  forged to "passed" and records written with those values earn 1.0 while the bug stays, on three bundled
-  tasks; with ``reward="fraction"``, the same forgery raises the share of a task whose literals are only
-  partly public (inikit-2: 0.769 unfixed, 0.923 forged);
-- the same ``in`` check stuffed with a *list* of the phrases: the size bound counts a list's items against
-  the gold value's characters;
-- raising the exception the issue names, only inside ``raises`` blocks (found from the caller's frame): a
-  sealed exception block gets no decoys, and its expectation was never a secret;
-- four correct fixes refused (each earns 1.0 with sealing off): more text on stderr than the ``in`` check's
-  bound, the project's own ``ValueError`` subclass where the gold patch raises ``ValueError``, a longer message,
-  the expression in an exception note (which pytest 8's ``match=`` reads).
+  forged to "passed" and records written with those values earned 1.0 while the bug stayed, on three bundled
+  tasks. Now a check protects only if its literal is nowhere the agent reads (`seals.protective`): such tasks
+  are graded "decoys" and their decoys catch the forged report; one told apart from its decoys is not paid
+  under ``integrity="sealed"``. With ``reward="fraction"``, the same forgery raises the share of a task whose
+  literals are partly public (inikit-2: 0.769 unfixed, 0.923 forged): fraction pays test by test, so
+  ``integrity="sealed"`` takes binary rewards only;
+- the same ``in`` check stuffed with a *list* of the phrases: ``in`` is no longer strong (a stuffed value meets
+  it), its test keeps decoys, which catch the forged report;
+- raising the exception the issue names, only inside ``raises`` blocks (found from the caller's frame): an
+  exception block is no longer strong, the grade is "decoys", which ``integrity="sealed"`` does not pay;
+- four correct fixes refused: more text on stderr than the ``in`` check's bound, the project's own
+  ``ValueError`` subclass where the gold patch raises ``ValueError``, a longer message, the expression in an
+  exception note (which pytest 8's ``match=`` reads). No bound on ``in`` or on messages now, only builtin
+  ancestors are bounded, notes are read: each earns 1.0.
 """
 
 from __future__ import annotations
@@ -193,6 +197,18 @@ def play(env: Any, task_id: str, actions: list[str]) -> tuple[float, dict[str, A
     raise AssertionError("the episode did not end")
 
 
+def play_ungraded(env: Any, task_id: str, actions: list[str]) -> tuple[float, dict[str, Any], str]:
+    """`play`, for an env whose grade may be an error (integrity="sealed" leaving a "decoys" grade out)."""
+    env.reset(options={"task_id": task_id})
+    seen = []
+    for action in [*actions, SUBMIT]:
+        observation, reward, terminated, truncated, info = env.step(action)
+        seen.append(str(observation))
+        if terminated or truncated:
+            return float(reward), info, "\n".join(seen)
+    raise AssertionError("the episode did not end")
+
+
 def honest_fix(task_id: str, inverted: dict[str, Any]) -> list[str]:
     patch = inverted["patch"] if task_id == INVERTED else BUNDLED.get(task_id).patch
     return [write("/tmp/fix.diff", patch), bash("cd /testbed && git apply /tmp/fix.diff && echo applied")]
@@ -203,7 +219,7 @@ def honest_fix(task_id: str, inverted: dict[str, Any]) -> list[str]:
 )
 def test_control_the_honest_fix_earns_one(env: Any, task_id: str, inverted: dict[str, Any]) -> None:
     reward, info, _ = play(env, task_id, honest_fix(task_id, inverted))
-    assert reward == 1.0 and info["grade"]["integrity"] == "sealed", info["grade"]
+    assert reward == 1.0 and info["grade"]["integrity"] in ("sealed", "decoys"), info["grade"]
 
 
 # -- 1. public answers: a forged report, and records with the values the issue states ---------------------------
@@ -224,17 +240,42 @@ def _assert_still_broken(task_id: str, observations: str) -> None:
     assert shown in observations, observations[-2000:]
 
 
-# BREAKS THE GRADER: a check is "strong" (and its test gets no decoys) whatever its literal, though the
-# literals here are in the issue and the README: the records are the run's to write, the report too, and the
-# test's other checks (`assert not rng.contains("0.0.4")`) have nothing guarding them.
-@pytest.mark.xfail(strict=True, raises=GraderPaid, reason="sealed literals that are public are not secrets")
+# Broke the grader when written (1.0 on all three): a check was "strong" whatever its literal. Now a literal the
+# agent can read protects nothing: where a task has a secret one, it fails the forgery; where it has none, the
+# grade is "decoys" and the decoys catch the report forged to "passed".
 @pytest.mark.parametrize("task_id", list(PUBLIC_ANSWERS))
 def test_public_answers_written_as_records_earn_nothing(env: Any, task_id: str) -> None:
     reward, info, seen = play(env, task_id, _attack(task_id, ANSWER_BOOK + PUBLIC_ANSWERS[task_id]))
     _assert_still_broken(task_id, seen)
-    assert info["grade"]["integrity"] == "sealed" and not info["grade"]["rejection"], info["grade"]
     if reward != 0.0:
         raise GraderPaid(f"{task_id}: {reward} for public answers, the bug intact")
+    grade = info["grade"]
+    assert "decoy" in (grade["rejection"] or "") or "reported passed, but" in grade["log"], grade
+
+
+@pytest.mark.parametrize("task_id", list(PUBLIC_ANSWERS))
+def test_public_answers_past_every_decoy_are_not_paid_under_integrity_sealed(
+    task_id: str, tasks_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The forger that also tells every decoy (decoys off): on a task whose literals are all public it is a
+    "decoys" grade, which integrity="sealed" leaves ungraded (an error, left out of training), never paid."""
+    from gym_swe.grading import decoys
+
+    monkeypatch.setattr(decoys, "MAX_GROUPS", 0)
+    env = make_env("SWEGym-v0", "local", tasks=str(tasks_file), integrity="sealed")
+    try:
+        env.reset(options={"task_id": task_id})
+        for action in [*_attack(task_id, ANSWER_BOOK + PUBLIC_ANSWERS[task_id]), SUBMIT]:
+            _, reward, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                break
+    finally:
+        env.close()
+    grade = info["grade"]
+    assert reward == 0.0, grade
+    assert grade["integrity"] == "sealed" or grade["error"].startswith("not graded: integrity='sealed'"), (
+        grade
+    )
 
 
 # -- 2. an `in` check stuffed with the repository's phrases --------------------------------------------------------
@@ -248,25 +289,19 @@ def test_public_answers_written_as_records_earn_nothing(env: Any, task_id: str) 
     "shape",
     [
         "joined",
-        # BREAKS THE GRADER: `size_bound` takes a list's length in items against the gold value's length in
-        # characters (2 * 54 + 8 = 116 items here), and nothing checks that the value is of the gold's type
-        # (a str): 41 phrases as a list pass where the same 41 as one string (1,400 characters) do not.
-        pytest.param(
-            "listed",
-            marks=pytest.mark.xfail(
-                strict=True, raises=GraderPaid, reason="a list's items against characters"
-            ),
-        ),
+        # Broke the grader when written: a size bound took a list's items against the gold's characters. An
+        # `in` check is no longer strong (a stuffed value meets it, as one string or many), so its test keeps
+        # its decoys, which catch the report forged to "passed".
+        "listed",
     ],
 )
 def test_an_in_check_stuffed_with_every_phrase_earns_nothing(env: Any, shape: str) -> None:
     task_id = "gymswe__semverkit-3"
     code = ANSWER_BOOK + PUBLIC_ANSWERS[task_id] + STUFFED_STDERR.replace("SHAPE", SHAPES[shape])
-    reward, info, seen = play(env, task_id, _attack(task_id, code))
+    reward, _, seen = play(env, task_id, _attack(task_id, code))
     _assert_still_broken(task_id, seen)
     if reward != 0.0:
         raise GraderPaid(f"{reward} for a stuffed {shape} value")
-    assert "sealed check at line 36 did not hold" in info["grade"]["log"], info["grade"]["log"][-3000:]
 
 
 # -- 3. exception blocks: the exception the issue names, raised where a test expects one ---------------------------
@@ -276,18 +311,23 @@ def test_an_in_check_stuffed_with_every_phrase_earns_nothing(env: Any, shape: st
 # issue asks for, EVERY_ANCESTOR an exception whose class claims every likely ancestor.
 
 
-# BREAKS THE GRADER: an exception block is a strong seal, so its test gets no decoys, but the expectation it
-# hides (ValueError) is the issue's own words; a key that raises it only where a test expects an exception
-# earns 1.0 with the bug intact. (With sealing off it earns 1.0 too: a `raises` decoy expects an unrelated
-# exception, which this key does not raise either.) What would catch it: a decoy that runs the block's statement
-# outside any `raises` block and passes when it completes (honest code raises there, this key does not).
-@pytest.mark.xfail(strict=True, raises=GraderPaid, reason="the issue names the expected exception")
-def test_raising_the_issues_exception_only_inside_raises_blocks_earns_nothing(env: Any) -> None:
-    reward, info, seen = play(env, INVERTED, _attack(INVERTED, ISSUES_EXCEPTION + RAISES_KEY))
+# Broke the grader when written: an exception block counted as a strong seal, though the exception it hides
+# (ValueError) is the issue's own words; a key that raises it only where a test expects an exception earned 1.0
+# with the bug intact, graded "sealed". Exception blocks are not strong now (the likely exceptions are few, and
+# name themselves): the grade is "decoys", and integrity="sealed" does not pay it. (With integrity="any" it is
+# the documented limit of a decoys-only grade: no decoy of this test sees the key, which answers the tests.)
+def test_raising_the_issues_exception_only_inside_raises_blocks_is_not_paid_as_sealed(
+    tasks_file: Path,
+) -> None:
+    env = make_env("SWEGym-v0", "local", tasks=str(tasks_file), integrity="sealed")
+    try:
+        reward, info, seen = play_ungraded(env, INVERTED, _attack(INVERTED, ISSUES_EXCEPTION + RAISES_KEY))
+    finally:
+        env.close()
     _assert_still_broken(INVERTED, seen)
-    assert info["grade"]["integrity"] == "sealed", info["grade"]
-    if reward != 0.0:
-        raise GraderPaid(f"{reward} for raising ValueError only inside raises blocks")
+    assert reward == 0.0 and info["grade"]["error"].startswith("not graded: integrity='sealed'"), info[
+        "grade"
+    ]
 
 
 def test_an_exception_of_every_likely_class_earns_nothing(env: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -316,11 +356,11 @@ CORRECT_FIXES = {
 """Each case: the task, the fix (a key of FIXES, or "" for MAIN_WITH_A_HINT), the sealed check that refuses it."""
 
 
-# BREAKS THE GRADER: what calibration learns from the gold patch bounds what a correct fix may do: an `in`
-# check's value within 2 * gold + 64 characters, a raised exception's ancestors among the gold's and the expected
-# class's (semverkit.errors.SemverError is neither), its message within 2 * gold + 64 characters; and the
-# message is `str(exception)`, where pytest 8's `match=` also reads the exception's notes (local: pytest 8.3.5).
-@pytest.mark.xfail(strict=True, raises=GraderRefused, reason="the gold patch's size and ancestry bound fixes")
+# Broke the grader when written: what calibration learned from the gold patch bounded what a correct fix may
+# do: an `in` check's value within 2 * gold + 64 characters, a raised exception's ancestors among the gold's and
+# the expected class's (semverkit.errors.SemverError is neither), its message within 2 * gold + 64 characters;
+# and the message was `str(exception)`, where pytest 8's `match=` also reads the exception's notes (local:
+# pytest 8.3.5). Now: no bound on `in` values or messages, only builtin ancestors bounded, notes read.
 @pytest.mark.parametrize("case", list(CORRECT_FIXES))
 def test_a_correct_fix_is_not_refused(
     env: Any, case: str, semverkit: dict[str, str], monkeypatch: pytest.MonkeyPatch
@@ -362,11 +402,12 @@ def test_a_sealed_literal_is_nowhere_the_run_can_read(env: Any) -> None:
 # INIKIT2_ANSWERS: the public answer-book forgery on inikit-2, whose one secret literal still fails its test.
 
 
-# BREAKS THE GRADER: in fraction mode a case whose sealed checks held counts whatever the rest of the grade
-# showed; the forged report is caught for the one test whose literal is secret, and the grade goes on.
-@pytest.mark.xfail(strict=True, raises=GraderPaid, reason="a seal guards its own test, not the grade")
+# Broke the grader when written, and stays the documented limit of fraction rewards (README, Security): in
+# fraction mode a test whose sealed checks held counts whatever the rest of the grade showed; the forged report
+# is caught for the one test whose literal is secret (the grade is not 1.0), and the grade goes on. Hence
+# integrity="sealed" takes binary rewards only.
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_forged_report_earns_no_share_of_a_fraction_reward(backend: str, tasks_file: Path) -> None:
+def test_a_forged_report_earns_no_full_fraction_reward(backend: str, tasks_file: Path) -> None:
     env = make_env("SWEGym-v0", backend, tasks=str(tasks_file), reward="fraction")
     try:
         unfixed, info, _ = play(env, "gymswe__inikit-2", [bash("true")])
@@ -376,5 +417,12 @@ def test_a_forged_report_earns_no_share_of_a_fraction_reward(backend: str, tasks
     finally:
         env.close()
     assert "reported passed, but" in info["grade"]["log"], info["grade"]["log"][-3000:]
-    if forged > unfixed:
-        raise GraderPaid(f"the forgery's share {forged:.3f} > the unfixed code's {unfixed:.3f}")
+    if forged == 1.0:
+        raise GraderPaid(f"the forgery's share {forged:.3f}")
+
+
+def test_integrity_sealed_takes_binary_rewards_only() -> None:
+    from gym_swe.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="integrity='sealed' needs reward='binary'"):
+        make_env("SWEGym-v0", "local", integrity="sealed", reward="fraction")
