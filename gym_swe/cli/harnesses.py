@@ -48,8 +48,8 @@ def run_list(args: argparse.Namespace) -> int:
     from gym_swe.integrations.harnesses.install import INSTALL_COMMAND, installation
     from gym_swe.integrations.harnesses.registry import HARNESSES, MINI_SWE_AGENT, harness_named
 
-    found = importlib.util.find_spec("minisweagent") is not None  # not imported: it prints a banner
-    where = "installed" if found else str(missing_dependency("minisweagent", "mini-swe-agent", feature="It"))
+    mini = importlib.util.find_spec("minisweagent") is not None  # not imported: it prints a banner
+    where = "installed" if mini else str(missing_dependency("minisweagent", "mini-swe-agent", feature="It"))
     print(f"{MINI_SWE_AGENT}: a Python package, plays on the host; {where}")
     for name in HARNESSES:
         harness = harness_named(name)
