@@ -65,6 +65,15 @@ class GradingError(GymSweError):
     """The grader could not run the tests (never raised for tests that merely fail)."""
 
 
+class HarnessError(GymSweError):
+    """An agent harness could not be installed or set up (npm failed, no npm, an unsupported machine)."""
+
+
+class HarnessNotInstalledError(HarnessError, ConfigError):
+    """An agent harness (or the Node it runs on) is not installed; the message says the command that
+    installs it. A refusal before any work, as a ConfigError is."""
+
+
 class GeneratorError(GymSweError):
     """A generator's backend failed as a whole: a weight sync that failed or timed out, an engine that is
     asleep or broken. Never raised for one bad sample (that is a `Sample` with ``finish_reason="error"``)."""

@@ -26,6 +26,8 @@ import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
 from gym_swe.errors import ConfigError, unknown_name
+from gym_swe.integrations.harnesses.collector import check_harness_ready
+from gym_swe.integrations.harnesses.registry import HARNESS_NAMES
 from gym_swe.rollout.generators.model_names import check_model_name
 
 SCALES = ("group", "batch", "none")
@@ -121,9 +123,11 @@ class Args:
     )
     harness: str = option(
         "",
-        """mini-swe-agent: each episode is played by that agent, unmodified, through gym_swe's proxy (which
-        records the exact token ids); empty: gym_swe's own tool loop.""",
-        choices=("", "mini-swe-agent"),
+        """An agent harness (mini-swe-agent, pi, opencode, ...): each episode is played by that agent,
+        unmodified, through gym_swe's proxy (which records the exact token ids); an npm harness runs inside
+        the episode's sandbox (install it first: gym-swe harnesses install NAME); empty: gym_swe's own tool
+        loop.""",
+        choices=("", *HARNESS_NAMES),
     )
     eval_holdout: int = option(
         4, "Tasks held out of training and evaluated every --eval_every steps (none with --eval_every 0)."
@@ -442,6 +446,8 @@ def validate(args: Args) -> None:
     if args.resume and args.overwrite:
         raise ConfigError("give --resume (continue a run) or --overwrite (start it afresh), not both")
     check_env(args.env)
+    if args.harness:  # installed (an npm harness), before anything loads
+        check_harness_ready(args.harness)
     check_model_name("--model", args.model)  # a missing directory, before anything loads
     check_model_name("--tokenizer", args.tokenizer)
     if args.vllm_sleep:

@@ -188,9 +188,9 @@ def play_episodes(args: Args) -> Any:
     """gym_swe's collector, or with --harness that harness's, which has the same surface."""
     if not args.harness:
         return collect
-    from gym_swe.integrations.mini_swe_agent import collect_with_harness
+    from gym_swe.integrations.harnesses.collector import collector_for
 
-    return collect_with_harness
+    return collector_for(args.harness)
 
 
 def sampling(args: Args) -> SamplingParams:

@@ -6,10 +6,12 @@
                                                    gold fix -> resolved, no fix -> not, for every task
     gym-swe prepare --tasks SRC [--task-id ID]     checkouts and environments for local SWE sandboxes
     gym-swe eval --env ENV --generator hf|vllm|vllm-server|openai-chat --model M [-n 4] [--out PATH]
-                 [--harness mini-swe-agent]
+                 [--harness mini-swe-agent|pi|opencode]
     gym-swe view trajectories.jsonl [-o PAGE.html] [--outcome resolved|unresolved|failed] [--min-reward R]
     gym-swe images build [--method auto|debootstrap|python] [--name NAME] [--force] [--tasks SRC]
-                         [--harness mini-swe-agent]
+                         [--harness mini-swe-agent|pi|opencode]
+    gym-swe harnesses install NAME...              npm harnesses and their Node, into gym_swe's cache
+    gym-swe harnesses list
     gym-swe sandbox prune [--all]
 
 A subcommand's module (``gym_swe.cli.<command>``) has ``add_to(commands)``, which declares its arguments, and
@@ -30,7 +32,7 @@ from collections.abc import Callable, Sequence
 from gym_swe.cli.options import Parser
 from gym_swe.errors import GymSweError
 
-COMMANDS = ("envs", "play", "validate", "prepare", "eval", "view", "images", "sandbox")
+COMMANDS = ("envs", "play", "validate", "prepare", "eval", "view", "images", "harnesses", "sandbox")
 """The subcommands, in the order ``gym-swe --help`` lists them; each is the module ``gym_swe.cli.<name>``."""
 
 

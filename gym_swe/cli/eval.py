@@ -1,8 +1,9 @@
 """`gym-swe eval`: its flags, read into the `EvalOptions` that `gym_swe.rollout.run_eval` runs.
 
 The defaults shown in ``--help`` are `EvalOptions`'s own, so the command and the library cannot drift apart.
-``--harness`` picks who plays the episodes (a harness's collector, from `gym_swe.integrations`), which is why
-the choice is made here, above the rollout layer, and handed to `run_eval` as ``play``.
+``--harness`` picks who plays the episodes (a harness's collector, from
+`gym_swe.integrations.harnesses.collector.collector_for`), which is why the choice is made here, above the
+rollout layer, and handed to `run_eval` as ``play``.
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ def options(args: argparse.Namespace) -> EvalOptions:
 
 def run(args: argparse.Namespace) -> int:
     check_env(args.env)  # before anything loads
-    if args.harness == "mini-swe-agent":
-        from gym_swe.integrations.mini_swe_agent import collect_with_harness
+    if args.harness:
+        from gym_swe.integrations.harnesses.collector import check_harness_ready, collector_for
 
-        return run_eval(options(args), play=collect_with_harness)
+        check_harness_ready(args.harness)  # installed: before the model loads
+        return run_eval(options(args), play=collector_for(args.harness))
     return run_eval(options(args))

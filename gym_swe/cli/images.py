@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from gym_swe.cli.options import add_harness, add_repo_source, command
+from gym_swe.integrations.harnesses.registry import MINI_SWE_AGENT
 
 
 def add_to(commands: Any) -> None:
@@ -35,8 +36,9 @@ def add_to(commands: Any) -> None:
     add_repo_source(build, "with --tasks: a directory of repository mirrors")
     add_harness(
         build,
-        "also build the image with this agent harness installed (wheels downloaded on this host, "
-        "installed offline), for running its CLI inside a docker sandbox",
+        "also build the image with this agent harness installed (mini-swe-agent: wheels downloaded on "
+        "this host, installed offline; an npm harness: its installed folder and Node copied in), for "
+        "running its CLI inside a docker sandbox",
     )
     build.set_defaults(run=run_build)
 
@@ -53,8 +55,13 @@ def run_build(args: argparse.Namespace) -> int:
         source = RepoSource(args.repo_source)
         for task in load_swe_tasks(args.tasks):
             build_task_image(task, source, base=args.name, force=args.force)
-    if args.harness:
+    if args.harness == MINI_SWE_AGENT:
         from gym_swe.integrations.harness_image import build_harness_image
 
         build_harness_image(base=args.name, force=args.force)
+    elif args.harness:
+        from gym_swe.integrations.harnesses.image import build_harness_image as build_npm_harness_image
+        from gym_swe.integrations.harnesses.registry import harness_named
+
+        build_npm_harness_image(harness_named(args.harness), base=args.name, force=args.force)
     return 0

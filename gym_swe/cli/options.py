@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from gym_swe.errors import ConfigError, unknown_name
+from gym_swe.integrations.harnesses.registry import HARNESS_NAMES
 
-HARNESSES = ("mini-swe-agent",)
-"""Agent harnesses gym_swe runs unmodified through its proxy (`gym_swe.integrations`)."""
+HARNESSES = HARNESS_NAMES
+"""Agent harnesses gym_swe runs unmodified through its proxy (`gym_swe.integrations.harnesses.registry`)."""
 
 SANDBOX_HELP = "where agent commands run: local (a bubblewrap jail per episode) or docker (a container)"
 REPO_SOURCE_HELP = (

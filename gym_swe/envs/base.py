@@ -70,6 +70,33 @@ MAX_FEEDBACK_NOTE_CHARS = 2_000
 back to it unbounded (a megabyte of broken calls would otherwise become tens of megabytes of feedback)."""
 
 
+RESET_OPTIONS = ("task_id", "sandbox_options")
+"""What ``reset(options=...)`` takes: ``task_id`` picks the task; ``sandbox_options``, backend kwargs for this
+episode's sandbox only (the agent's: the fresh sandboxes grading makes do not get them), merged over the
+env's own as `ToolEnv.new_sandbox` merges them. A harness that runs inside the sandbox binds its installed
+files and the proxy's socket this way (`gym_swe.integrations.harnesses`)."""
+MERGED_OPTIONS = ("ro_binds", "env")
+"""Sandbox options that are mappings merged key by key across layers (task, env, episode), not replaced."""
+
+
+def merged_sandbox_options(base: Mapping[str, Any], layer: Mapping[str, Any]) -> dict[str, Any]:
+    """``layer`` over ``base``: each key replaced, but for `MERGED_OPTIONS`, whose entries are merged (a
+    sequence of ``ro_binds`` paths is the mapping of each path to itself)."""
+    merged = {**base, **layer}
+    for key in MERGED_OPTIONS:
+        if key in base and key in layer:
+            merged[key] = {**_as_mapping(base[key]), **_as_mapping(layer[key])}
+    return merged
+
+
+def _as_mapping(value: Any) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, (list, tuple)):
+        return {str(path): str(path) for path in value}
+    raise ConfigError(f"sandbox option must be a mapping (or a list of paths), got {type(value).__name__}")
+
+
 @dataclass
 class Turn:
     """One step of an episode, as custom reward functions and logs see it."""
@@ -199,9 +226,16 @@ class ToolEnv(gymnasium.Env[str, Any]):
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
-        unknown = set(options) - {"task_id"}
+        unknown = set(options) - set(RESET_OPTIONS)
         if unknown:
-            raise ConfigError(f"reset options: unknown key(s) {sorted(unknown)}; allowed: 'task_id'")
+            allowed = ", ".join(repr(name) for name in RESET_OPTIONS)
+            raise ConfigError(f"reset options: unknown key(s) {sorted(unknown)}; allowed: {allowed}")
+        episode_options = options.get("sandbox_options") or {}
+        if not isinstance(episode_options, Mapping):
+            raise ConfigError(
+                f"reset option 'sandbox_options' must be a mapping of backend kwargs, got "
+                f"{type(episode_options).__name__}"
+            )
         if "task_id" in options:
             task = self.tasks.get(options["task_id"])
         else:
@@ -219,7 +253,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         self._done = True  # until this episode has started: a reset that fails leaves none running
         self.task, self.history, self.grade = task, [], None
         self.toolbox.reset()
-        self.sandbox = self.new_sandbox(task)
+        self.sandbox = self.new_sandbox(task, episode_options)
         try:
             self._prepare(task, self.sandbox)
         except BaseException:
@@ -347,9 +381,14 @@ class ToolEnv(gymnasium.Env[str, Any]):
         super().close()
 
     # -- the loop's parts -----------------------------------------------------------------------------------
-    def new_sandbox(self, task: Any) -> Sandbox:
-        """A fresh sandbox for ``task`` with this env's backend and options."""
-        options = {**self._sandbox_options(task), **self.sandbox_options}
+    def new_sandbox(self, task: Any, extra: Mapping[str, Any] | None = None) -> Sandbox:
+        """A fresh sandbox for ``task`` with this env's backend and options, and ``extra`` options over them
+        (a reset's ``sandbox_options``: the agent's sandbox only). ``ro_binds`` and ``env`` are merged, not
+        replaced: a task's prepared environment keeps its binds and variables under the env's and the
+        episode's."""
+        options: dict[str, Any] = {}
+        for layer in (self._sandbox_options(task), self.sandbox_options, extra or {}):
+            options = merged_sandbox_options(options, layer)
         if self.limits is not None:
             options.setdefault("limits", self.limits)
         return make_sandbox(self.sandbox_backend, **options)

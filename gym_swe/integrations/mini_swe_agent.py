@@ -31,12 +31,14 @@ import os
 import platform
 import shlex
 import sys
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gym_swe.errors import ConfigError, missing_dependency
+from gym_swe.integrations.harnesses.base import HarnessEnd
+from gym_swe.integrations.harnesses.collector import play_in_threads
+from gym_swe.integrations.harnesses.runner import end_episode
 from gym_swe.rollout.generators.base import SamplingParams
 from gym_swe.rollout.proxy import ProxyServer
 from gym_swe.rollout.stopping import Stop, Stopped
@@ -48,14 +50,6 @@ if TYPE_CHECKING:
     from gym_swe.rollout.proxy.server import RolloutHandle
 
 SUBMIT_MARK = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-# How the env hears that the agent submitted: its own submit tool, as a tool-calling model would call it.
-SUBMIT_ACTION = {
-    "role": "assistant",
-    "content": "",
-    "tool_calls": [
-        {"id": "submit001", "type": "function", "function": {"name": "submit", "arguments": "{}"}}
-    ],
-}
 
 
 # Run inside a sandbox beside an agent harness that must live there: it listens on the jail's own loopback
@@ -281,32 +275,16 @@ def run_episode(
 
 
 def _end_episode(env: Any, rollout: RolloutHandle, status: str, harness_error: str | None) -> Trajectory:
-    """Finish the rollout, then grade: as after the env's own submit when the agent submitted, else as a
-    truncation. The rollout ends first: the code under test runs while grading, and nothing may generate
-    then (an agent that planted its rollout's secret would otherwise add turns)."""
-    budget = rollout.end_reason  # set where the proxy ended it: max_turns, max_model_len, generator_error
-    trajectory = rollout.finish("harness_done")
-    unwrapped = env.unwrapped
-    try:
-        if status == "Submitted":
-            _, reward, terminated, truncated, end = env.step(SUBMIT_ACTION)
-        else:
-            end = unwrapped.truncate(
-                budget or ("max_turns" if status == "LimitsExceeded" else "harness_stopped")
-            )
-            reward, terminated, truncated = end.get("reward_grade", 0.0), False, True
-    except Exception as error:
-        end, reward, terminated, truncated = {"end_reason": "env_error"}, 0.0, False, True
-        harness_error = harness_error or f"grading failed: {type(error).__name__}: {error}"
-    trajectory.reward = float(reward)
-    trajectory.grade = end.get("grade")
-    trajectory.terminated, trajectory.truncated = bool(terminated), bool(truncated)
-    trajectory.end_reason = end.get("end_reason", trajectory.end_reason)
-    if harness_error and not budget and not trajectory.error:
-        trajectory.error = f"harness: {harness_error}"
-    if end.get("error") and not trajectory.error:
-        trajectory.error = str(end["error"])
-    return trajectory
+    """The graded end (`gym_swe.integrations.harnesses.runner.end_episode`) of mini-swe-agent's exit status:
+    Submitted as after the env's own submit; its step limit a truncation at ``max_turns``; anything else a
+    truncation, with the harness's error if it raised one."""
+    if status == "Submitted":
+        end = HarnessEnd(True)
+    elif status == "LimitsExceeded":
+        end = HarnessEnd(False, "max_turns", harness_error)
+    else:
+        end = HarnessEnd(False, "harness_stopped", harness_error)
+    return end_episode(env, rollout, end)
 
 
 def run_episodes(
@@ -323,43 +301,12 @@ def run_episodes(
     ``envs`` is a list of envs (as many episodes at once; the caller closes them) or a factory (up to
     ``parallel`` at once; closed here). Trajectories in task order, samples of a task together. Stopping is
     `gym_swe.rollout.collector.collect`'s: Ctrl-C in this thread, or ``stop`` set elsewhere (then `Stopped`),
-    ends every episode still running, ungraded and unreported."""
-    jobs = [(task_id, index) for task_id in task_ids for index in range(samples_per_task)]
-    factory = envs if callable(envs) else None
-    free: list[Any] = [] if factory is not None else list(envs)  # type: ignore[arg-type]
-    if factory is None and not free:
-        raise ConfigError("run_episodes: no envs given (an empty list)")
-    width = max(1, min(parallel if factory is not None else len(free), len(jobs)))
-    stop = stop or Stop()
-    made: list[Any] = []
-    lock = threading.Lock()
+    ends every episode still running, ungraded and unreported (`play_in_threads`)."""
 
-    def play(job: tuple[str, int]) -> Trajectory | None:
-        if stop.is_set():
-            return None
-        with lock:
-            if free:
-                env = free.pop()
-            else:
-                env = factory()  # type: ignore[misc]
-                made.append(env)
-        try:
-            with stop.running(env):
-                trajectory = run_episode(env, proxy, job[0], job[1], config, stop=stop)
-        finally:
-            with lock:
-                free.append(env)
-        if stop.is_set():  # still running when the run stopped: it did not end
-            return None
-        if on_trajectory is not None:
-            on_trajectory(trajectory)
-        return trajectory
+    def play(env: Any, task_id: str, index: int, stop: Stop) -> Trajectory:
+        return run_episode(env, proxy, task_id, index, config, stop=stop)
 
-    with stop.threads(width, made) as threads:  # whatever is raised, no agent is left running
-        trajectories = [future.result() for future in [threads.submit(play, job) for job in jobs]]
-        if stop.is_set():
-            raise Stopped(f"stopped with {sum(t is not None for t in trajectories)} of {len(jobs)} ended")
-        return trajectories  # type: ignore[return-value]
+    return play_in_threads(envs, task_ids, play, samples_per_task, parallel, on_trajectory, stop)
 
 
 def collect_with_harness(

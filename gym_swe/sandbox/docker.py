@@ -22,7 +22,7 @@ import socket
 import struct
 import tarfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +209,9 @@ class DockerSandbox(ExecutorSandbox):
             ``PROXY_SOCKET_DIR`` for a harness that runs in the container. The container still has no
             network: the socket is its one way out, and only to the proxy (connecting to a socket needs no
             write access to its directory). Only the directory is bound, so keep nothing else in it.
+        ro_binds: host directories bound read-only into the container, ``{host_path: container_path}`` (or
+            paths bound at the same place), as a local jail's ``ro_binds``: an agent harness's installed
+            files, say. The daemon must run on this host (a bind mount names a path on the daemon's host).
     """
 
     backend = "docker"
@@ -224,8 +227,10 @@ class DockerSandbox(ExecutorSandbox):
         source: str | Path | None = None,
         pull: bool = True,
         proxy_socket_dir: str | Path | None = None,
+        ro_binds: Sequence[str] | Mapping[str, str] = (),
     ) -> None:
         self.proxy_socket_dir = _checked_socket_dir(proxy_socket_dir)
+        self.ro_binds = _checked_binds(ro_binds)
         super().__init__(workdir, limits)
         self.image = image
         self.network = network
@@ -312,9 +317,15 @@ class DockerSandbox(ExecutorSandbox):
         return self._transport_ref
 
     def _mounts(self, docker: Any) -> list[Any]:
-        if self.proxy_socket_dir is None:
-            return []
-        return [docker.types.Mount(PROXY_SOCKET_DIR, self.proxy_socket_dir, type="bind", read_only=True)]
+        mounts = [
+            docker.types.Mount(target, source, type="bind", read_only=True)
+            for source, target in self.ro_binds.items()
+        ]
+        if self.proxy_socket_dir is not None:
+            mounts.append(
+                docker.types.Mount(PROXY_SOCKET_DIR, self.proxy_socket_dir, type="bind", read_only=True)
+            )
+        return mounts
 
     def _signal_executor(self, signum: int) -> None:
         if self.container is None:
@@ -398,6 +409,20 @@ def _checked_socket_dir(path: str | Path | None) -> str | None:
     if resolved == "/":
         raise ConfigError("proxy_socket_dir must be the directory of the proxy's socket, not the root '/'")
     return resolved
+
+
+def _checked_binds(binds: Sequence[str] | Mapping[str, str]) -> dict[str, str]:
+    """``ro_binds`` as ``{host_path: container_path}``: each host path an existing absolute path (resolved),
+    each container path absolute; else a ConfigError."""
+    pairs = dict(binds) if isinstance(binds, Mapping) else {path: path for path in binds}
+    checked = {}
+    for source, target in pairs.items():
+        if not os.path.isabs(str(source)) or not os.path.exists(source):
+            raise ConfigError(f"ro_binds: {str(source)!r} must be an absolute path to an existing host path")
+        if not str(target).startswith("/") or str(target) == "/":
+            raise ConfigError(f"ro_binds: the container path {str(target)!r} must be absolute, not '/'")
+        checked[os.path.realpath(source)] = str(target)
+    return checked
 
 
 def prune(all_owners: bool = False) -> list[str]:
