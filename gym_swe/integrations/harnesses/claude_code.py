@@ -1,0 +1,119 @@
+"""Claude Code (npm ``@anthropic-ai/claude-code``), Anthropic's coding agent, as a harness: Anthropic
+Messages.
+
+Configured only through its documented settings (its CLI reference and environment variables), with its
+config directory one gym_swe makes (``CLAUDE_CONFIG_DIR``):
+
+- ``ANTHROPIC_BASE_URL`` the proxy, ``ANTHROPIC_API_KEY`` the rollout's secret (sent as ``x-api-key``),
+  ``--model`` the proxy's model name, ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` the output budget the proxy allows;
+- its tools are its own core ones (``--tools``): Bash, Read, Edit, Write, Glob, Grep; all of them allowed
+  without asking (``--allowedTools``), and anything else refused without asking (``--permission-mode
+  dontAsk``): nobody is there to answer, and this works as root (a container) where its bypass mode does not;
+- nothing that needs a network or another model: no tool search (``ENABLE_TOOL_SEARCH=false``: its deferred
+  tools would need it), no nonessential traffic (``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC``: background
+  requests such as session titles, which would be extra completions on the rollout), no telemetry, error
+  reports or update checks.
+
+It runs in print mode (``-p``: one task, the agent's loop until the model answers without a tool call, then
+exit), with no session saved (``--no-session-persistence``), the task on stdin, its result as JSON on stdout
+(``--output-format json``). The executable is the package's own ``claude`` (the native build its install
+script put in place). Exit 0 with a result that is not an error is a final answer; an error (the proxy
+refusing a request: the rollout's budget) is a failure, as `end_of_exit` reads it, with the result's text.
+
+What it sends and the proxy serves: a system message among the messages (its notes on the environment), a
+``context_management`` edit that keeps thinking, thinking asked ``"display": "omitted"``, ``cache_control``
+hints; a tool call's input comes back with the defaults it fills in (``"replace_all": false`` on Edit): a
+history the model did not write, which the proxy records as a new segment (a fork).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from gym_swe.integrations.harnesses.base import (
+    OUTPUT_TAIL_CHARS,
+    HarnessEnd,
+    HarnessExit,
+    HarnessRun,
+    Launch,
+    NpmPackage,
+    end_of_exit,
+)
+
+PACKAGE = NpmPackage("@anthropic-ai/claude-code", "2.1.332")
+TOOLS = ("Bash", "Read", "Edit", "Write", "Glob", "Grep")
+"""Claude Code's own tools for working on a codebase."""
+QUIET = {
+    "ENABLE_TOOL_SEARCH": "false",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_AUTOUPDATER": "1",
+}
+
+
+@dataclass(frozen=True)
+class ClaudeCodeHarness:
+    """Claude Code, configured to the proxy (see the module docstring). ``tools``: the built-in tools it
+    offers the model."""
+
+    name: str = "claude-code"
+    dialect: str = "anthropic_messages"
+    packages: tuple[NpmPackage, ...] = (PACKAGE,)
+    tools: tuple[str, ...] = TOOLS
+
+    def launch(self, run: HarnessRun) -> Launch:
+        tools = ",".join(self.tools)
+        prompt = f"{run.home}/prompt.md"
+        return Launch(
+            argv=(
+                run.package_path(PACKAGE.name, "bin", "claude.exe"),
+                "--print",
+                "--model",
+                run.model,
+                "--tools",
+                tools,
+                "--allowedTools",
+                tools,
+                "--permission-mode",
+                "dontAsk",
+                "--no-session-persistence",
+                "--output-format",
+                "json",
+            ),
+            env={
+                "ANTHROPIC_BASE_URL": run.base_url,
+                "ANTHROPIC_API_KEY": run.api_key,
+                "CLAUDE_CONFIG_DIR": f"{run.home}/.claude",
+                "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(run.max_output_tokens),
+                **QUIET,
+            },
+            files={prompt: run.prompt},
+            stdin=prompt,
+        )
+
+    def end(self, exit: HarnessExit) -> HarnessEnd:
+        end = end_of_exit(self.name, exit)
+        if not end.submitted or exit.timed_out or exit.interrupted:
+            return end
+        result = _result(exit.output)
+        if result.get("is_error"):  # exit 0, but its loop ended on an error, not on an answer
+            said = str(result.get("result") or result.get("subtype") or "")[-OUTPUT_TAIL_CHARS:]
+            return HarnessEnd(False, "harness_failed", f"{self.name} ended on an error: {said}")
+        return end
+
+
+def _result(output: str) -> dict[str, object]:
+    """The JSON result print mode ends with (``--output-format json``): its last line that is one."""
+    for line in reversed(output.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value.get("type") == "result":
+            return value
+    return {}
+
+
+CLAUDE_CODE = ClaudeCodeHarness()
