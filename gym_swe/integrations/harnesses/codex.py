@@ -60,6 +60,9 @@ class CodexHarness:
     name: str = "codex"
     dialect: str = "responses"
     packages: tuple[NpmPackage, ...] = (PACKAGE,)
+    auto_compact_token_limit: int | None = None
+    """Tokens of history past which Codex compacts it (``model_auto_compact_token_limit``; None: its
+    default, 90% of the context window). A compaction is a rewritten history: a new segment."""
 
     def launch(self, run: HarnessRun) -> Launch:
         codex_home = f"{run.home}/.codex"
@@ -69,6 +72,11 @@ class CodexHarness:
                 f"model = {toml_string(run.model)}",
                 f'model_provider = "{PROVIDER}"',
                 f"model_context_window = {run.context_window}",
+                *(
+                    [f"model_auto_compact_token_limit = {self.auto_compact_token_limit}"]
+                    if self.auto_compact_token_limit is not None
+                    else []
+                ),
                 'approval_policy = "never"',
                 'sandbox_mode = "danger-full-access"',
                 'web_search = "disabled"',
