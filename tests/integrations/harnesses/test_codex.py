@@ -30,6 +30,7 @@ from tests.integrations.harnesses.scripted import (
 from tests.integrations.harnesses.segments import assert_segments_token_exact, segment_of
 from tests.rollout.test_proxy import RecordingGenerator
 
+HANG = "python3 -c 'import time; time.sleep(600)'"  # a command that never returns
 SWE_TASK = load_swe_tasks("bundled").get("gymswe__semverkit-1")
 # GymSwe/0's fix (the last run is never appended), in Codex's own patch format.
 FIX = """apply_patch <<'PATCH'
@@ -123,8 +124,8 @@ def test_codex_that_hangs_is_ended_by_the_timeout(codex: Harness, tokenizer) -> 
     """A command that never returns (Codex waits on it as long as the model asked, 30 s): the run's timeout
     kills Codex and everything it started; graded as truncated."""
     require_bwrap()
-    turns = [shell("sleep 600", step, yield_time_ms=30000) for step in range(3)]
-    trajectory, generator = play_episode("codex", "CodeDebug-v0", "GymSwe/0", turns, tokenizer, timeout=15)
+    turns = [shell(HANG, step, yield_time_ms=30000) for step in range(3)]
+    trajectory, generator = play_episode("codex", "CodeDebug-v0", "GymSwe/0", turns, tokenizer, timeout=10)
     assert len(generator.prompts) == 1  # it ran the model's command, and was waiting on it
     assert (trajectory.end_reason, trajectory.truncated, trajectory.reward) == ("harness_timeout", True, 0.0)
     assert trajectory.error is None and trajectory.grade is not None
