@@ -17,8 +17,8 @@ config directory one gym_swe makes (``CLAUDE_CONFIG_DIR``):
 It runs in print mode (``-p``: one task, the agent's loop until the model answers without a tool call, then
 exit), with no session saved (``--no-session-persistence``), the task on stdin, its result as JSON on stdout
 (``--output-format json``). The executable is the package's own ``claude`` (the native build its install
-script put in place). Exit 0 with a result that is not an error is a final answer; an error (the proxy
-refusing a request: the rollout's budget) is a failure, as `end_of_exit` reads it, with the result's text.
+script put in place). Exit 0 is a final answer; a result that is an error (the proxy refusing a request: the
+rollout's budget) is a failure whose error is the result's text, not the whole JSON.
 
 What it sends and the proxy serves: a system message among the messages (its notes on the environment), a
 ``context_management`` edit that keeps thinking, thinking asked ``"display": "omitted"``, ``cache_control``
@@ -28,7 +28,6 @@ history the model did not write, which the proxy records as a new segment (a for
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from gym_swe.integrations.harnesses.base import (
@@ -39,6 +38,7 @@ from gym_swe.integrations.harnesses.base import (
     Launch,
     NpmPackage,
     end_of_exit,
+    last_json_object,
 )
 
 PACKAGE = NpmPackage("@anthropic-ai/claude-code", "2.1.332")
@@ -94,26 +94,17 @@ class ClaudeCodeHarness:
         )
 
     def end(self, exit: HarnessExit) -> HarnessEnd:
-        end = end_of_exit(self.name, exit)
-        if not end.submitted or exit.timed_out or exit.interrupted:
-            return end
-        result = _result(exit.output)
-        if result.get("is_error"):  # exit 0, but its loop ended on an error, not on an answer
-            said = str(result.get("result") or result.get("subtype") or "")[-OUTPUT_TAIL_CHARS:]
-            return HarnessEnd(False, "harness_failed", f"{self.name} ended on an error: {said}")
-        return end
-
-
-def _result(output: str) -> dict[str, object]:
-    """The JSON result print mode ends with (``--output-format json``): its last line that is one."""
-    for line in reversed(output.strip().splitlines()):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict) and value.get("type") == "result":
-            return value
-    return {}
+        result = last_json_object(exit.output)
+        if (
+            exit.timed_out
+            or exit.interrupted
+            or not (result.get("type") == "result" and result.get("is_error"))
+        ):
+            return end_of_exit(self.name, exit)
+        said = str(result.get("result") or result.get("subtype") or "")[-OUTPUT_TAIL_CHARS:]
+        return HarnessEnd(
+            False, "harness_failed", f"{self.name} ended on an error (exit status {exit.exit_code}): {said}"
+        )
 
 
 CLAUDE_CODE = ClaudeCodeHarness()

@@ -18,7 +18,8 @@ environment variables and ``settings.json`` keys), with its home one gym_swe mak
 It runs headless (``--prompt``: one task, the agent's loop until the model answers without a tool call, then
 exit), the task on stdin (appended to an empty ``--prompt``, as its docs say), its result as JSON on stdout
 (``--output-format json``). It always streams (``:streamGenerateContent``). Exit 0 is a final answer; a
-request the proxy refused ends it with a non-zero exit (`end_of_exit`).
+request the proxy refused ends it with a non-zero exit and a JSON error, whose message is the failure's
+error (not the stack trace it prints before it).
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ import json
 from dataclasses import dataclass
 
 from gym_swe.integrations.harnesses.base import (
+    OUTPUT_TAIL_CHARS,
     HarnessEnd,
     HarnessExit,
     HarnessRun,
     Launch,
     NpmPackage,
     end_of_exit,
+    last_json_object,
 )
 
 PACKAGE = NpmPackage("@google/gemini-cli", "0.61.0")
@@ -93,7 +96,11 @@ class GeminiCliHarness:
         )
 
     def end(self, exit: HarnessExit) -> HarnessEnd:
-        return end_of_exit(self.name, exit)
+        error = last_json_object(exit.output).get("error")
+        if exit.timed_out or exit.interrupted or exit.exit_code == 0 or not isinstance(error, dict):
+            return end_of_exit(self.name, exit)
+        said = str(error.get("message") or error)[-OUTPUT_TAIL_CHARS:]
+        return HarnessEnd(False, "harness_failed", f"{self.name} exited with status {exit.exit_code}: {said}")
 
 
 GEMINI_CLI = GeminiCliHarness()
