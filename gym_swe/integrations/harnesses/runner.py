@@ -226,12 +226,18 @@ def _play(
 
 def end_episode(env: Any, rollout: RolloutHandle, end: HarnessEnd) -> Trajectory:
     """Finish the rollout, then grade: as after the env's own submit when the harness submitted, else as a
-    truncation with the reason. A budget the proxy ended comes first (see `HarnessEnd`). The rollout ends
+    truncation with the reason. A budget the proxy ended comes first (see `HarnessEnd`); a harness that failed
+    on a reply cut at ``max_tokens`` is truncated (``"max_tokens"``), not failed. The rollout ends
     before grading: the code under test runs while grading, and nothing may generate then (an agent that
     planted its rollout's secret would otherwise add turns)."""
     budget = rollout.end_reason  # set where the proxy ended it: max_turns, max_model_len, generator_error
     trajectory = rollout.finish("harness_done")
     unwrapped = env.unwrapped
+    turns = trajectory.turns
+    if end.reason == "harness_failed" and turns and turns[-1].finish_reason == "length":
+        # The model's last reply was cut at max_tokens and the harness stopped on it (Codex does: an
+        # incomplete response ends its run): the agent's doing, graded and trained on, not a failure.
+        end = HarnessEnd(False, "max_tokens")
     error = None if budget else end.error
     try:
         if not budget and end.submitted:

@@ -18,6 +18,7 @@ from gym_swe.integrations.harnesses.codex import CodexHarness
 from gym_swe.tasks.swe import load_swe_tasks
 from tests.conftest import require_bwrap, require_docker
 from tests.integrations.harnesses.scripted import (
+    MAX_TOKENS,
     PROBE,
     apply_patch_command,
     assert_sandboxed,
@@ -128,6 +129,18 @@ def test_codex_that_hangs_is_ended_by_the_timeout(codex: Harness, tokenizer) -> 
     trajectory, generator = play_episode("codex", "CodeDebug-v0", "GymSwe/0", turns, tokenizer, timeout=10)
     assert len(generator.prompts) == 1  # it ran the model's command, and was waiting on it
     assert (trajectory.end_reason, trajectory.truncated, trajectory.reward) == ("harness_timeout", True, 0.0)
+    assert trajectory.error is None and trajectory.grade is not None
+
+
+def test_codex_stopping_on_a_reply_cut_at_max_tokens_is_the_agents_doing(codex: Harness, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """A reply cut at the sampling budget is an incomplete response, on which Codex ends its run with an
+    error: the episode is graded and truncated (``max_tokens``), not a failed trajectory left out of the loss."""
+    require_bwrap()
+    turns = [shell("ls", 0), "word " * (MAX_TOKENS + 100)]
+    generator = RecordingGenerator(tokenizer, turns, return_stop=False)  # a cut reply ends for "length"
+    trajectory, _ = play_episode("codex", "CodeDebug-v0", "GymSwe/0", turns, tokenizer, generator=generator)
+    assert [turn.finish_reason for turn in trajectory.turns] == ["stop", "length"]
+    assert (trajectory.end_reason, trajectory.truncated, trajectory.reward) == ("max_tokens", True, 0.0)
     assert trajectory.error is None and trajectory.grade is not None
 
 
