@@ -25,7 +25,9 @@ def add_to(commands: Any) -> None:
     )
     install.add_argument("names", nargs="+", metavar="NAME", help=f"harnesses: {', '.join(HARNESSES)}")
     install.set_defaults(run=run_install)
-    listing = command(harness_commands, "list", "the harnesses, and where each is installed")
+    listing = command(
+        harness_commands, "list", "the harnesses, and where each is installed", ["gym-swe harnesses list"]
+    )
     listing.set_defaults(run=run_list)
 
 

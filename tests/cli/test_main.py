@@ -6,8 +6,8 @@ import pytest
 
 from tests.cli.shell import gym_swe
 
-COMMANDS = ["envs", "play", "validate", "prepare", "eval", "view", "images", "images build", "sandbox",
-            "sandbox prune"]  # fmt: skip
+COMMANDS = ["envs", "play", "validate", "prepare", "eval", "view", "images", "images build", "harnesses",
+            "harnesses install", "harnesses list", "sandbox", "sandbox prune"]  # fmt: skip
 
 
 def test_help_lists_the_commands() -> None:

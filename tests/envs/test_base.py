@@ -12,7 +12,7 @@ import pytest
 
 import gym_swe  # noqa: F401
 from gym_swe.envs.codedebug import CodeDebugEnv
-from gym_swe.errors import GymSweError, TaskError
+from gym_swe.errors import ConfigError, GymSweError, TaskError
 from gym_swe.sandbox import Sandbox
 from gym_swe.tasks.functions import load_function_tasks
 from tests.conftest import require_bwrap
@@ -120,3 +120,54 @@ def test_close_ends_the_sandbox_and_may_be_called_twice(env: Any) -> None:
     env.close()
     assert env.sandbox is None and not sandbox.host_dir.exists()
     env.close()
+
+
+class RecordingSandboxes(CodeDebugEnv):
+    """CodeDebugEnv noting the extra options each sandbox it makes gets."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.extras: list[Any] = []
+
+    def new_sandbox(self, task: Any, extra: Any = None) -> Sandbox:
+        self.extras.append(extra)
+        return super().new_sandbox(task, extra)
+
+
+def test_a_resets_sandbox_options_are_the_agents_sandbox_only_merged_over_the_envs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """How a harness run inside the sandbox gets its files: binds and variables merged with the env's own,
+    for the agent's sandbox; grading's fresh sandbox gets none of them."""
+    require_bwrap()
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "mark").write_text(name + "\n")
+    env = RecordingSandboxes(
+        sandbox_options={"env": {"FROM_ENV": "1"}, "ro_binds": {str(tmp_path / "a"): "/opt/a"}}
+    )
+    try:
+        episode = {"env": {"FROM_RESET": "2"}, "ro_binds": {str(tmp_path / "b"): "/opt/b"}}
+        env.reset(options={"task_id": "GymSwe/0", "sandbox_options": episode})
+        shown = env.step(bash("cat /opt/a/mark /opt/b/mark; echo $FROM_ENV $FROM_RESET"))[0]
+        assert shown.split() == ["a", "b", "1", "2"]
+        *_, info = env.step(SUBMIT)
+        assert info["end_reason"] == "submitted"
+        assert env.extras == [episode, None]  # the agent's sandbox, then grading's
+        with pytest.raises(ConfigError, match="'sandbox_options' must be a mapping"):
+            env.reset(options={"task_id": "GymSwe/0", "sandbox_options": ["ro_binds"]})
+        with pytest.raises(ConfigError, match="allowed: 'task_id', 'sandbox_options'"):
+            env.reset(options={"task": "GymSwe/0"})
+    finally:
+        env.close()
+
+
+def test_merged_sandbox_options_merge_binds_and_variables_and_replace_the_rest() -> None:
+    from gym_swe.envs.base import merged_sandbox_options
+
+    task = {"workdir": "/testbed", "ro_binds": ["/venv"], "env": {"PATH": "/venv/bin"}, "image": "t"}
+    layer = {"ro_binds": {"/h": "/opt/h"}, "env": {"HOME": "/tmp/h"}, "image": "u"}
+    assert merged_sandbox_options(task, layer) == {
+        "workdir": "/testbed",
+        "ro_binds": {"/venv": "/venv", "/h": "/opt/h"},
+        "env": {"PATH": "/venv/bin", "HOME": "/tmp/h"},
+        "image": "u",
+    }

@@ -162,3 +162,37 @@ def test_a_bad_proxy_socket_dir_is_a_clear_error_before_any_container(value, exp
     with pytest.raises(ConfigError, match=expected) as raised:
         DockerSandbox(image="gym-swe-no-such-image:never", pull=False, proxy_socket_dir=value)
     assert "proxy_socket_dir" in str(raised.value)
+
+
+def test_ro_binds_are_bound_read_only_beside_the_socket_dir(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """An agent harness's installed files, bound read-only (the daemon runs on this host)."""
+    tools, sockets = tmp_path / "tools", tmp_path / "sockets"
+    tools.mkdir()
+    sockets.mkdir()
+    (tools / "hello.sh").write_text("echo hello from the host\n")
+    with DockerSandbox(ro_binds={str(tools): "/opt/tools"}, proxy_socket_dir=sockets) as box:
+        mounts = sorted((m["Source"], m["Destination"], m["RW"]) for m in box.container.attrs["Mounts"])
+        from gym_swe.sandbox.docker import PROXY_SOCKET_DIR
+
+        assert mounts == sorted([(str(tools), "/opt/tools", False), (str(sockets), PROXY_SOCKET_DIR, False)])
+        assert box.exec("sh /opt/tools/hello.sh").stdout == "hello from the host\n"
+        written = box.exec("touch /opt/tools/planted")
+        assert written.exit_code != 0 and "Read-only file system" in written.output
+    assert sorted(p.name for p in tools.iterdir()) == ["hello.sh"]
+
+
+@pytest.mark.parametrize(
+    ("binds", "expected"),
+    [
+        ({"relative": "/opt/x"}, "must be an absolute path to an existing host path"),
+        ({"/no/such/gym-swe-dir": "/opt/x"}, "must be an absolute path to an existing host path"),
+        ({"/etc": "opt/x"}, "must be absolute, not '/'"),
+        ({"/etc": "/"}, "must be absolute, not '/'"),
+    ],
+)
+def test_a_bad_ro_bind_is_a_clear_error_before_any_container(binds, expected) -> None:  # type: ignore[no-untyped-def]
+    from gym_swe.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=expected) as raised:
+        DockerSandbox(image="gym-swe-no-such-image:never", pull=False, ro_binds=binds)
+    assert "ro_binds" in str(raised.value)

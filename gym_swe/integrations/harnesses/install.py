@@ -13,8 +13,11 @@ from a script at install time; gym_swe installs that build directly, with no scr
 
 A harness with a lockfile in ``locks/<name>/`` (``package.json`` and ``package-lock.json``, beside this
 module) is installed with ``npm ci``: every transitive package at the version and hash the lockfile says.
-`scripts/lock_harness.py` writes one. The downloaded tarballs stay in npm's cache under the gym_swe cache
-(`npm_cache`), so a later install (a new digest, a fresh CI job with the cache restored) works offline.
+`scripts/lock_harness.py` writes one. A harness whose packages pin all they depend on needs none (OpenCode:
+its native binaries are optional packages at its own version), and is installed with ``npm install``.
+
+The downloaded tarballs stay in npm's cache under the gym_swe cache (`npm_cache`), so a later install (a new
+digest, a fresh CI job with the cache restored) works offline.
 
 A folder is complete once its marker (`MARKER`) is written, last, after an install into a temporary folder
 that is then renamed: an interrupted install leaves nothing that looks installed.
@@ -175,7 +178,8 @@ def _install_prefix(
                     (prefix / file_name).write_text(text, encoding="utf-8")
                 command = [npm, "ci"]
             else:
-                manifest = {"private": True, "dependencies": {p.name: p.version for p in packages}}
+                dependencies = {p.name: p.version for p in packages}
+                manifest = {"name": f"gym_swe-{folder.name}", "private": True, "dependencies": dependencies}
                 (prefix / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
                 command = [npm, "install"]
             _run_npm([*command, "--prefix", str(prefix)], specs)
@@ -201,5 +205,5 @@ def _run_npm(command: list[str], specs: str) -> None:
     if done.returncode != 0:
         raise HarnessError(
             f"npm could not install {specs} (it needs the npm registry, or these packages in its cache at "
-            f"{npm_cache()}): {(done.stderr or done.stdout).strip()[-1500:]}"
+            f"{npm_cache()}): {(done.stderr or done.stdout).strip()[:1500]}"  # npm says why first
         )

@@ -9,7 +9,9 @@ Configured only through its documented settings (its ``docs/models.md``, ``docs/
   chat-template server takes: the system prompt as a ``system`` message (not ``developer``), no
   ``reasoning_effort``, no ``store``;
 - ``settings.json``: that model as the default; no retries (Pi's own, or its SDK's: a refusal of the proxy,
-  a spent budget, is final, and a retry would only wait); a quiet start.
+  a spent budget, is final, and a retry would only wait); compaction sized to the proxy's window (the room
+  it keeps for an answer is the proxy's ``max_tokens``, not Pi's 16384, which a trainer's 4096-token window
+  could never leave: Pi would summarize its history after every turn); a quiet start.
 
 It runs in print mode (``--print``: one prompt, the agent's loop until the model stops calling tools, then
 exit), with no session file (``--no-session``) and no network checks at start (``PI_OFFLINE``), the task
@@ -34,6 +36,7 @@ from gym_swe.integrations.harnesses.base import (
 
 PACKAGE = NpmPackage("@mariozechner/pi-coding-agent", "0.73.1")
 PROVIDER = "gym_swe"
+KEEP_RECENT_TOKENS = 20000  # Pi's default: what compaction keeps of the latest conversation
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,12 @@ class PiHarness:
             "defaultProvider": PROVIDER,
             "defaultModel": run.model,
             "retry": {"enabled": False, "provider": {"maxRetries": 0}},
+            # Its defaults are sized for a 200k-token window (16384 reserved for the answer, 20000 kept):
+            # in a trainer's smaller one they would compact the history after every turn.
+            "compaction": {
+                "reserveTokens": run.max_output_tokens,
+                "keepRecentTokens": min(KEEP_RECENT_TOKENS, run.context_window // 2),
+            },
             "quietStartup": True,
             "enableInstallTelemetry": False,
         }
