@@ -7,13 +7,16 @@ VLLM_VENV ?= .venv-vllm
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install --quiet
 
-.PHONY: demo test lint docs bench system system-docker image clean
+# The npm agent harnesses the tests drive (gym-swe harnesses list names them all).
+HARNESSES ?= pi opencode
+
+.PHONY: demo test lint docs bench system system-docker image harnesses clean
 
 demo: system $(VENV)/.train
 	$(PY) examples/demo.py
 	$(PY) examples/train_demo.py
 
-test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
+test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image harnesses
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/mypy
@@ -45,6 +48,12 @@ system:
 
 system-docker:
 	scripts/setup_system.sh --docker
+
+# The npm harnesses and the Node they run on, into gym_swe's cache (~/.cache/gym_swe/harnesses): pinned
+# versions, each skipped when installed. npm's downloads stay in ~/.cache/gym_swe/npm, so with that folder
+# kept (a CI cache) this works offline.
+harnesses: system $(VENV)/.test
+	$(VENV)/bin/gym-swe harnesses install $(HARNESSES)
 
 # The base image, the images of the bundled SWE tasks, and the mini-swe-agent harness image (each is
 # skipped when up to date; the harness image takes about a minute and 160 MB of wheels on a cold cache).

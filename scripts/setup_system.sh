@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages gym_swe's sandboxes need, and with --docker makes sure a Docker daemon runs.
-#   scripts/setup_system.sh            bubblewrap (the local sandbox), and git, patch, python3-pytest, -venv
+#   scripts/setup_system.sh            bubblewrap (the local sandbox), and git, patch, python3-pytest, -venv,
+#                                      npm (it installs the agent harnesses: gym-swe harnesses install)
 #   scripts/setup_system.sh --docker   also docker.io and debootstrap, and starts dockerd if none answers
 # Debian/Ubuntu (apt). Elsewhere it says what to install and exits non-zero if it is missing.
 set -euo pipefail
@@ -18,6 +19,8 @@ command -v git >/dev/null 2>&1 || packages+=(git)
 command -v patch >/dev/null 2>&1 || packages+=(patch)
 /usr/bin/python3 -c "import pytest" >/dev/null 2>&1 || packages+=(python3-pytest)
 /usr/bin/python3 -c "import ensurepip" >/dev/null 2>&1 || packages+=(python3-venv)  # prepared environments
+# npm downloads the agent harnesses and the Node they run on (which gym_swe installs, not this system's).
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 if [ "$want_docker" = 1 ]; then
     command -v dockerd >/dev/null 2>&1 || packages+=(docker.io)
     command -v debootstrap >/dev/null 2>&1 || packages+=(debootstrap)

@@ -26,7 +26,6 @@ import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
 from gym_swe.errors import ConfigError, unknown_name
-from gym_swe.integrations.harnesses.collector import check_harness_ready
 from gym_swe.integrations.harnesses.registry import HARNESS_NAMES
 from gym_swe.rollout.generators.model_names import check_model_name
 
@@ -447,6 +446,8 @@ def validate(args: Args) -> None:
         raise ConfigError("give --resume (continue a run) or --overwrite (start it afresh), not both")
     check_env(args.env)
     if args.harness:  # installed (an npm harness), before anything loads
+        from gym_swe.integrations.harnesses.collector import check_harness_ready
+
         check_harness_ready(args.harness)
     check_model_name("--model", args.model)  # a missing directory, before anything loads
     check_model_name("--tokenizer", args.tokenizer)

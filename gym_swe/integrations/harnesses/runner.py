@@ -163,6 +163,11 @@ def run_episode(
             "a harness inside the sandbox reaches the proxy through a unix socket: start the proxy with "
             "ProxyServer(..., unix_socket=PATH) or pass socket=proxy.listen(PATH)"
         )
+    if files == "image" and hasattr(unwrapped, "image_for"):
+        raise ConfigError(
+            "files='image' runs the harness image in place of the sandbox's own, but this env runs each "
+            "task's own image (SWEGym-v0): use files='bind', which binds the installed harness into it"
+        )
     options = harness_sandbox_options(harness, unwrapped.sandbox_backend, os.path.dirname(socket), files)
     env_id = getattr(getattr(env, "spec", None), "id", "") or ""
     try:

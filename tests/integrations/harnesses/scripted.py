@@ -30,6 +30,7 @@ from typing import Any
 import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
+from gym_swe.integrations.harnesses.base import Harness
 from gym_swe.integrations.harnesses.runner import run_episode
 from gym_swe.rollout.generators.base import SamplingParams
 from gym_swe.rollout.proxy import ProxyServer
@@ -73,7 +74,7 @@ def apply_patch_command(patch: str) -> str:
 
 
 def play_episode(
-    harness: str,
+    harness: Harness | str,
     env_id: str,
     task_id: str,
     turns: list[str],

@@ -5,11 +5,13 @@ docker container; gym_swe grades."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
 
-from gym_swe.integrations.harnesses.base import Harness
+from gym_swe.integrations.harnesses.base import Harness, HarnessRun, Launch
+from gym_swe.integrations.harnesses.opencode import OpenCodeHarness
 from gym_swe.tasks.functions import load_function_tasks
 from gym_swe.tasks.swe import load_swe_tasks
 from tests.conftest import require_bwrap, require_docker
@@ -90,6 +92,30 @@ def test_opencode_that_fixes_nothing_scores_zero(opencode: Harness, tokenizer) -
     assert (trajectory.reward, trajectory.end_reason, trajectory.resolved) == (0.0, "submitted", False)
     assert trajectory.error is None and trajectory.grade is not None
     assert "solution.py" in trajectory.turns[0].observation
+
+
+class TitledByTheModel(OpenCodeHarness):
+    """OpenCode as it runs without gym_swe's ``--title``: it asks the model for the session's title."""
+
+    def launch(self, run: HarnessRun) -> Launch:
+        launch = super().launch(run)
+        at = launch.argv.index("--title")
+        return dataclasses.replace(launch, argv=launch.argv[:at] + launch.argv[at + 2 :])
+
+
+def test_a_title_request_is_a_conversation_of_its_own_counted_as_a_fork(opencode: Harness, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """Why gym_swe gives OpenCode a --title: without one, OpenCode's title agent asks the model for a title
+    in a conversation of its own (its own system prompt, no tools), beside the agent's. The proxy records
+    it as what it is: a second segment (a fork), each token-exact; the episode is played all the same."""
+    require_bwrap()
+    turns = [bash("ls /workspace", 0), final_turn(1)]
+    trajectory, generator = play_episode(TitledByTheModel(), "CodeDebug-v0", "GymSwe/0", turns, tokenizer)
+    assert trajectory.error is None, trajectory.error
+    assert (trajectory.end_reason, trajectory.segment_count) == ("submitted", 2)
+    assert len(trajectory.turns) == 3  # the title, and the agent's two
+    assert_token_exact(trajectory, generator, forks=1)
+    titles = [p for p in generator.prompts if "title" in tokenizer.decode(p[:400]).lower()]
+    assert len(titles) == 1
 
 
 # -- docker ----------------------------------------------------------------------------------------------------

@@ -4,14 +4,18 @@ CodeDebug task and a bundled SWE task, in a bubblewrap jail and in a docker cont
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
 
+from gym_swe.errors import ConfigError
 from gym_swe.integrations.harnesses.base import Harness
 from gym_swe.tasks.functions import load_function_tasks
 from gym_swe.tasks.swe import load_swe_tasks
-from tests.conftest import require_bwrap, require_docker
+from tests.conftest import REPO_ROOT, require_bwrap, require_docker
 from tests.integrations.harnesses.scripted import (
     PROBE,
     apply_patch_command,
@@ -94,6 +98,11 @@ def test_pi_fixes_a_codedebug_task_in_its_image(pi: Harness, tokenizer) -> None:
     from gym_swe.integrations.harnesses.image import build_harness_image
 
     build_harness_image(pi, log=lambda line: None)
+    # As the command line builds it: up to date now (a recipe label), not built twice.
+    command = ["images", "build", "--method", "debootstrap", "--harness", "pi"]
+    done = subprocess.run([sys.executable, "-m", "gym_swe.cli", *command], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})  # fmt: skip
+    assert done.returncode == 0 and "gym-swe-harness:pi is up to date" in done.stdout, done.stderr[-2000:]
     trajectory, generator = play_episode(
         "pi", "CodeDebug-v0", "GymSwe/0", codedebug_fix(), tokenizer, sandbox="docker", files="image"
     )
@@ -114,3 +123,5 @@ def test_pi_fixes_a_swe_task_in_a_container(pi: Harness, tokenizer) -> None:  # 
     assert (trajectory.reward, trajectory.end_reason) == (1.0, "submitted")
     assert_token_exact(trajectory, generator)
     assert_sandboxed(trajectory.turns[2].observation)
+    with pytest.raises(ConfigError, match="use files='bind'"):  # the image would replace the task's
+        play_episode("pi", "SWEGym-v0", SWE_TASK.instance_id, [], tokenizer, sandbox="docker", files="image")

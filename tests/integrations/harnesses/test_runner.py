@@ -205,3 +205,24 @@ def tiny_tokenizer():  # type: ignore[no-untyped-def]
     from tests.rollout.test_proxy import tokenizer_for
 
     return tokenizer_for("tiny-bpe")
+
+
+def test_the_readme_harness_snippet_runs_with_a_tiny_model(
+    pi: Harness, tiny_model: Path, tmp_path: Path
+) -> None:
+    """As written, but for the model: a tiny random one. Its reply holds no tool call, so Pi takes it as its
+    final answer: one turn, submitted, graded 0."""
+    import re
+
+    from tests.test_readme import MODEL_PLACEHOLDER
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Train your own agent harness\n", 1)[1].split("\n## ", 1)[0]
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", section, re.S) if "harnesses import" in b]
+    assert len(blocks) == 1 and blocks[0].count(MODEL_PLACEHOLDER) == 1
+    script = tmp_path / "snippet.py"
+    script.write_text(blocks[0].replace(MODEL_PLACEHOLDER, repr(str(tiny_model))), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env=this_checkout())  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-3:] == ["1", "submitted", "0.0"]
