@@ -20,8 +20,14 @@ exit), ephemeral (no session files), the task on stdin. Its tools are what it gi
 metadata for: ``exec_command`` (its unified shell) and ``write_stdin``, with ``apply_patch`` run through the
 shell (Codex intercepts and applies it itself), plus ``request_user_input`` and ``view_image``. Codex puts
 its ``apply_patch`` helpers in ``CODEX_HOME`` only when that is not under the temporary directory, so the
-run's ``TMPDIR`` is a directory of its own. Exit 0 is a final answer; a request the proxy refused ends it
-with 1 (`end_of_exit`).
+run's ``TMPDIR`` is a directory of its own. (A model it has metadata for, from a ``model_catalog_json``, could
+get ``apply_patch`` as a Responses "custom" freeform tool, which a chat template cannot render: the proxy
+refuses it with a 400 naming the tool; none is configured here.)
+
+It streams every answer (there is no setting for whole ones). Past ``model_auto_compact_token_limit`` it
+compacts: a summary asked for without tools, then a history made of it (two new segments). Exit 0 is a final
+answer; a request the proxy refused ends it with 1 (`end_of_exit`), and so does a reply cut at the sampling
+budget (an incomplete response), which the runner grades as truncated (``max_tokens``).
 """
 
 from __future__ import annotations
