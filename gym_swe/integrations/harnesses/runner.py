@@ -53,6 +53,11 @@ HARNESS_MOUNT = "/opt/gym-swe/harnesses"
 RUN_DIR = "/tmp/gym_swe-harness"
 """Where a run's own files go in the sandbox (its private /tmp): the forwarder, and the harness's home."""
 FORWARDER_PORT = 8765
+NODE_OPTIONS = "--disable-wasm-trap-handler"
+"""Node's options for the forwarder and the harness: WebAssembly without the guard regions it otherwise
+reserves (about 10 GB of address space per instance), which a jail's address-space limit (a local sandbox
+without cgroups: gym_swe not run as root) refuses; Node's fetch parses HTTP with WebAssembly, so Pi and Gemini
+CLI could make no request at all there."""
 """The forwarder's port on the sandbox's own loopback: nothing outside the sandbox reaches it, nor it them."""
 FILES_FROM = ("bind", "image")
 DEFAULT_TIMEOUT = 1800.0
@@ -212,7 +217,8 @@ def _play(
     words = [run.node, forwarder, f"{PROXY_SOCKET_DIR}/{socket_name}", str(FORWARDER_PORT), *launch.argv]
     stdin = f" < {shlex.quote(launch.stdin)}" if launch.stdin else ""
     command = f"mkdir -p {shlex.quote(run.home)} && exec {shlex.join(words)}{stdin}"
-    result = sandbox.exec(command, timeout=timeout, cwd=run.workdir, env={"HOME": run.home, **launch.env})
+    env = {"HOME": run.home, "NODE_OPTIONS": NODE_OPTIONS, **launch.env}
+    result = sandbox.exec(command, timeout=timeout, cwd=run.workdir, env=env)
     files = {}
     for path in launch.read_back:
         try:
