@@ -134,7 +134,7 @@ def test_gemini_cli_that_hangs_is_ended_by_the_timeout(gemini_cli: Harness, toke
     require_bwrap()
     turns = [shell(HANG, step) for step in range(3)]
     trajectory, generator = play_episode(
-        "gemini-cli", "CodeDebug-v0", "GymSwe/0", turns, tokenizer, timeout=15
+        "gemini-cli", "CodeDebug-v0", "GymSwe/0", turns, tokenizer, timeout=20
     )
     assert len(generator.prompts) == 1
     assert (trajectory.end_reason, trajectory.truncated, trajectory.reward) == ("harness_timeout", True, 0.0)
