@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gym_swe.errors import ConfigError
 from gym_swe.integrations.harnesses.base import (
     OUTPUT_TAIL_CHARS,
     HarnessEnd,
@@ -62,6 +63,10 @@ class ClaudeCodeHarness:
     dialect: str = "anthropic_messages"
     packages: tuple[NpmPackage, ...] = (PACKAGE,)
     tools: tuple[str, ...] = TOOLS
+
+    def __post_init__(self) -> None:
+        if not self.tools or not all(isinstance(tool, str) and tool for tool in self.tools):
+            raise ConfigError(f"tools must name at least one of Claude Code's tools, got {self.tools!r}")
 
     def launch(self, run: HarnessRun) -> Launch:
         tools = ",".join(self.tools)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from gym_swe.errors import ConfigError
 from gym_swe.integrations.harnesses.base import (
     HarnessEnd,
     HarnessExit,
@@ -69,6 +70,11 @@ class CodexHarness:
     auto_compact_token_limit: int | None = None
     """Tokens of history past which Codex compacts it (``model_auto_compact_token_limit``; None: its
     default, 90% of the context window). A compaction is a rewritten history: a new segment."""
+
+    def __post_init__(self) -> None:
+        limit = self.auto_compact_token_limit
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+            raise ConfigError(f"auto_compact_token_limit must be a positive int or None, got {limit!r}")
 
     def launch(self, run: HarnessRun) -> Launch:
         codex_home = f"{run.home}/.codex"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from gym_swe.errors import ConfigError
 from gym_swe.integrations.harnesses.base import (
     OUTPUT_TAIL_CHARS,
     HarnessEnd,
@@ -60,6 +61,10 @@ class GeminiCliHarness:
     dialect: str = "google_generate"
     packages: tuple[NpmPackage, ...] = (PACKAGE,)
     tools: tuple[str, ...] = TOOLS
+
+    def __post_init__(self) -> None:
+        if not self.tools or not all(isinstance(tool, str) and tool for tool in self.tools):
+            raise ConfigError(f"tools must name at least one of Gemini CLI's tools, got {self.tools!r}")
 
     def launch(self, run: HarnessRun) -> Launch:
         settings = {

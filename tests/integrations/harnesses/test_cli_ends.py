@@ -9,10 +9,11 @@ import json
 
 import pytest
 
+from gym_swe.errors import ConfigError
 from gym_swe.integrations.harnesses.base import HarnessEnd, HarnessExit, HarnessRun, last_json_object
-from gym_swe.integrations.harnesses.claude_code import CLAUDE_CODE
+from gym_swe.integrations.harnesses.claude_code import CLAUDE_CODE, ClaudeCodeHarness
 from gym_swe.integrations.harnesses.codex import CODEX, CodexHarness
-from gym_swe.integrations.harnesses.gemini_cli import GEMINI_CLI
+from gym_swe.integrations.harnesses.gemini_cli import GEMINI_CLI, GeminiCliHarness
 
 REFUSED = "this rollout's turn budget (max_turns=2) is spent: it has ended"
 CLAUDE_RESULT = json.dumps(
@@ -97,3 +98,17 @@ def test_each_launch_is_the_clis_own_settings_pointed_at_the_proxy() -> None:
         assert launch.stdin is not None and launch.files[launch.stdin] == RUN.prompt
         assert RUN.prompt not in launch.argv
         assert all(path.startswith(RUN.home) for path in launch.files)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: CodexHarness(auto_compact_token_limit=0), "auto_compact_token_limit must be a positive int"),
+        (lambda: ClaudeCodeHarness(tools=()), "tools must name at least one of Claude Code's tools"),
+        (lambda: GeminiCliHarness(tools=("",)), "tools must name at least one of Gemini CLI's tools"),
+    ],
+    ids=["codex", "claude-code", "gemini-cli"],
+)
+def test_an_option_that_would_do_nothing_is_an_error(make, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError, match=message):
+        make()
