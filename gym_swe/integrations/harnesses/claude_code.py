@@ -20,6 +20,11 @@ exit), with no session saved (``--no-session-persistence``), the task on stdin, 
 script put in place). Exit 0 is a final answer; a result that is an error (the proxy refusing a request: the
 rollout's budget) is a failure whose error is the result's text, not the whole JSON.
 
+Its commands inherit ``ANTHROPIC_API_KEY`` (the rollout's secret): the scrub it documents
+(``CLAUDE_CODE_SUBPROCESS_ENV_SCRUB``) makes it require a sandbox of its own (bubblewrap and socat, which a
+jail does not nest), and its tools stop working. The agent's code could read the secret from the CLI's
+process anyway; the rollout ends before grading, so nothing can generate while the grader runs.
+
 What it sends and the proxy serves: a system message among the messages (its notes on the environment), a
 ``context_management`` edit that keeps thinking, thinking asked ``"display": "omitted"``, ``cache_control``
 hints; a tool call's input comes back with the defaults it fills in (``"replace_all": false`` on Edit): a

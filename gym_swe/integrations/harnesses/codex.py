@@ -48,8 +48,8 @@ from gym_swe.integrations.harnesses.base import (
 PACKAGE = NpmPackage("@openai/codex", "0.171.0")
 PROVIDER = "gym_swe"
 API_KEY_VARIABLE = "GYM_SWE_API_KEY"
-"""The variable the provider's ``env_key`` names. Codex keeps variables named like ``*KEY*`` out of the
-commands it runs, so the agent's shell does not see it."""
+"""The variable the provider's ``env_key`` names; kept out of the commands Codex runs
+(``shell_environment_policy.exclude``)."""
 STREAM_IDLE_MS = 30 * 60 * 1000
 """How long Codex waits for the proxy's answer (it comes whole once generated): a slow generator is not a
 dead connection; the runner's timeout bounds the run."""
@@ -94,6 +94,9 @@ class CodexHarness:
                 'web_search = "disabled"',
                 "allow_login_shell = false",
                 "check_for_update_on_startup = false",
+                "",
+                "[shell_environment_policy]",
+                f'exclude = ["{API_KEY_VARIABLE}"]',
                 "",
                 "[analytics]",
                 "enabled = false",

@@ -71,7 +71,11 @@ class GeminiCliHarness:
             "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
             "privacy": {"usageStatisticsEnabled": False},
             "telemetry": {"enabled": False},
-            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "security": {
+                "auth": {"selectedType": "gemini-api-key"},
+                # the API key kept out of the commands it runs
+                "environmentVariableRedaction": {"enabled": True, "blocked": ["GEMINI_API_KEY"]},
+            },
             "model": {"disableLoopDetection": True, "skipNextSpeakerCheck": True},
             "tools": {"core": list(self.tools), "disableLLMCorrection": True},
         }

@@ -58,7 +58,7 @@ def shell(command: str, step: int, **arguments: object) -> str:
 def codedebug_fix() -> list[str]:
     """Run the example tests (they fail), patch the function, run them again, stop."""
     return [
-        shell(f"python test_solution.py; {PROBE}", 0),
+        shell(f'python test_solution.py; {PROBE}; echo "key: ${{GYM_SWE_API_KEY:-unset}}"', 0),
         shell(FIX, 1),
         shell("python test_solution.py", 2),
         final_turn(3),
@@ -85,6 +85,7 @@ def test_codex_fixes_a_codedebug_task_in_a_jail(codex: Harness, tokenizer) -> No
     first = trajectory.turns[0].observation
     assert "AssertionError" in first and "Process exited with code" in first  # Codex's own tool result
     assert_sandboxed(first)
+    assert "key: unset" in first  # the rollout's secret is kept out of the commands Codex runs
     assert "Success. Updated the following files:\nM solution.py" in trajectory.turns[1].observation
     assert "All tests passed." in trajectory.turns[2].observation
 

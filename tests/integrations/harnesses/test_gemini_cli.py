@@ -53,7 +53,7 @@ def codedebug_fix() -> list[str]:
         "new_string": FIXED,
     }
     return [
-        shell(f"python test_solution.py; {PROBE}", 0),
+        shell(f'python test_solution.py; {PROBE}; echo "key: ${{GEMINI_API_KEY:-unset}}"', 0),
         tool_turn("read_file", {"file_path": "solution.py"}, 1),
         tool_turn("replace", replace, 2),
         shell("python test_solution.py", 3),
@@ -90,6 +90,7 @@ def test_gemini_cli_fixes_a_codedebug_task_in_a_jail(gemini_cli: Harness, tokeni
     first = trajectory.turns[0].observation
     assert "AssertionError" in first
     assert_sandboxed(first)
+    assert "key: unset" in first  # the rollout's secret is redacted from the commands Gemini CLI runs
     assert "run_length_encode" in trajectory.turns[1].observation  # read_file read it from the jail
     assert "Successfully modified file: /workspace/solution.py" in trajectory.turns[2].observation
     assert "All tests passed." in trajectory.turns[3].observation
