@@ -6,6 +6,8 @@ config directory one gym_swe makes (``CLAUDE_CONFIG_DIR``):
 
 - ``ANTHROPIC_BASE_URL`` the proxy, ``ANTHROPIC_API_KEY`` the rollout's secret (sent as ``x-api-key``),
   ``--model`` the proxy's model name, ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` the output budget the proxy allows;
+  its compaction sized to the proxy's window (`compaction_settings`: it would take a model it does not know
+  for a 1M-token one, and never compact before the proxy's limit);
 - its tools are its own core ones (``--tools``): Bash, Read, Edit, Write, Glob, Grep; all of them allowed
   without asking (``--allowedTools``), and anything else refused without asking (``--permission-mode
   dontAsk``): nobody is there to answer, and this works as root (a container) where its bypass mode does not;
@@ -28,7 +30,8 @@ process anyway; the rollout ends before grading, so nothing can generate while t
 What it sends and the proxy serves: a system message among the messages (its notes on the environment), a
 ``context_management`` edit that keeps thinking, thinking asked ``"display": "omitted"``, ``cache_control``
 hints; a tool call's input comes back with the defaults it fills in (``"replace_all": false`` on Edit): a
-history the model did not write, which the proxy records as a new segment (a fork).
+history the model did not write, which the proxy records as a new segment (a fork). A compaction is two: its
+summary request, then the history made of the summary.
 """
 
 from __future__ import annotations
@@ -50,6 +53,26 @@ from gym_swe.integrations.harnesses.base import (
 PACKAGE = NpmPackage("@anthropic-ai/claude-code", "2.1.332")
 TOOLS = ("Bash", "Read", "Edit", "Write", "Glob", "Grep")
 """Claude Code's own tools for working on a codebase."""
+MIN_COMPACT_WINDOW = 100_000
+"""The least compaction window Claude Code takes (its ``--autocompact`` help: "at least 100k tokens")."""
+COMPACT_AT = 0.8
+"""Where in a smaller window Claude Code is made to compact: room left for its summary request."""
+
+
+def compaction_settings(context_window: int) -> dict[str, str]:
+    """Claude Code's compaction sized to the proxy's window: it takes a model it does not know for a 1M-token
+    one and would never compact before the proxy's limit. ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` is the window;
+    one under its least (100k) is that least with ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` lowered to compact at
+    80% of the real one."""
+    if context_window >= MIN_COMPACT_WINDOW:
+        return {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": str(context_window)}
+    percent = max(1, int(100 * COMPACT_AT * context_window / MIN_COMPACT_WINDOW))
+    return {
+        "CLAUDE_CODE_AUTO_COMPACT_WINDOW": str(MIN_COMPACT_WINDOW),
+        "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": str(percent),
+    }
+
+
 QUIET = {
     "ENABLE_TOOL_SEARCH": "false",
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
@@ -97,6 +120,7 @@ class ClaudeCodeHarness:
                 "ANTHROPIC_API_KEY": run.api_key,
                 "CLAUDE_CONFIG_DIR": f"{run.home}/.claude",
                 "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(run.max_output_tokens),
+                **compaction_settings(run.context_window),
                 **QUIET,
             },
             files={prompt: run.prompt},

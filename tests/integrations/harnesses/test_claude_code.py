@@ -4,16 +4,25 @@ the proxy to fix a CodeDebug task and a bundled SWE task, in a bubblewrap jail (
 container (as root: its bypass mode refuses root, the "dontAsk" mode it runs in does not); gym_swe grades.
 
 Claude Code always streams (whole answers only as a fallback when a stream fails): there is no setting for
-them. It compacts only past 100k tokens of history, beyond these tests' contexts."""
+them. It compacts its history near the proxy's window (the harness sizes its compaction to it): new segments."""
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Callable
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
 
+import gymnasium
 import pytest
 
 from gym_swe.integrations.harnesses.base import Harness
+from gym_swe.integrations.harnesses.runner import run_episode
+from gym_swe.rollout.generators.base import SamplingParams
+from gym_swe.rollout.proxy import ProxyServer
+from gym_swe.tasks.functions import load_function_tasks
 from gym_swe.tasks.swe import load_swe_tasks
 from tests.conftest import require_bwrap, require_docker
 from tests.integrations.harnesses.scripted import (
@@ -27,9 +36,13 @@ from tests.integrations.harnesses.scripted import (
     tool_turn,
 )
 from tests.integrations.harnesses.segments import assert_segments_token_exact, segment_of
+from tests.rollout.test_proxy import RecordingGenerator
 
 HANG = "python3 -c 'import time; time.sleep(600)'"  # a command that never returns
 SWE_TASK = load_swe_tasks("bundled").get("gymswe__semverkit-1")
+FIXED_CODE = load_function_tasks("bundled").get("GymSwe/0").fixed_code
+SUMMARY_REQUEST = "followed by a <summary> block"  # how Claude Code asks for its compaction summary
+WINDOW = 16384  # the proxy's max_model_len in the compaction test
 SOLUTION = "/workspace/solution.py"
 # GymSwe/0's fix (the last run is never appended), as an exact string replacement.
 BUGGY = "            count = 1\n    return ''.join(out)"
@@ -39,6 +52,11 @@ FIXED = "            count = 1\n    out.append(prev + str(count))\n    return ''
 @pytest.fixture(scope="module")
 def claude_code(installed: Callable[[str], Harness]) -> Harness:
     return installed("claude-code")
+
+
+def write_command(path: str, text: str) -> str:
+    """A shell command that writes ``text`` to ``path`` (base64: no quoting to get wrong)."""
+    return f"echo {base64.b64encode(text.encode()).decode()} | base64 -d > {path}"
 
 
 def bash(command: str, step: int, **arguments: object) -> str:
@@ -149,6 +167,52 @@ def test_claude_code_that_hangs_is_ended_by_the_timeout(claude_code: Harness, to
     assert len(generator.prompts) == 1
     assert (trajectory.end_reason, trajectory.truncated, trajectory.reward) == ("harness_timeout", True, 0.0)
     assert trajectory.error is None and trajectory.grade is not None
+
+
+class SummaryWriter(RecordingGenerator):
+    """The scripted model, which answers Claude Code's request for a summary of the conversation (its
+    compaction) with one that names the steps done so far, in the tags that request asks for."""
+
+    def next_turn(self, prompt: Sequence[int]) -> str:
+        if SUMMARY_REQUEST in self.tokenizer.decode(list(prompt)[-400:]):
+            done = sorted({int(n) for n in re.findall(r"step (\d+)", self.tokenizer.decode(list(prompt)))})
+            steps = " ".join(f"(step {n})" for n in done)
+            return (
+                f"<analysis>Long outputs so far.</analysis>\n<summary>{steps} done; next, the fix.</summary>"
+            )
+        return super().next_turn(prompt)
+
+
+def test_claude_code_compacting_its_history_starts_new_segments(claude_code: Harness, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """Near the proxy's window (the harness sizes Claude Code's compaction to it) Claude Code asks the model for
+    a summary of the conversation, then goes on from a history made of it: two rewritten histories per
+    compaction, each a new segment, every turn token-exact in its own; the episode still fixes the task."""
+    require_bwrap()
+    # each output a twelfth of the window, whatever the tokenizer: the window fills in a few turns, and the
+    # summary request (the history and Claude Code's instructions) still fits the proxy's window
+    phrase = "lorem ipsum dolor sit amet "
+    repeats = WINDOW // 12 // len(tokenizer.encode(phrase, add_special_tokens=False))
+    turns = [bash(f"python3 -c \"print('{phrase}' * {repeats})\"", step) for step in range(8)]
+    turns += [bash(write_command(SOLUTION, FIXED_CODE), 8), final_turn(9)]
+    generator = SummaryWriter(tokenizer, turns)
+    socket_dir = tempfile.mkdtemp(prefix="gs-harness-")
+    env = gymnasium.make("CodeDebug-v0")
+    try:
+        with ProxyServer(generator, SamplingParams(max_tokens=1024), max_model_len=WINDOW,
+                         unix_socket=f"{socket_dir}/proxy.sock") as proxy:  # fmt: skip
+            trajectory = run_episode(env, proxy, "claude-code", "GymSwe/0", timeout=600)
+    finally:
+        env.close()
+        shutil.rmtree(socket_dir, ignore_errors=True)
+    assert trajectory.error is None, trajectory.error
+    assert (trajectory.reward, trajectory.end_reason) == (1.0, "submitted")
+    summaries = [i for i, ids in enumerate(generator.sampled) if "<summary>" in tokenizer.decode(ids)]
+    assert summaries, "Claude Code never compacted"
+    assert_segments_token_exact(trajectory, generator, forks=2 * len(summaries))
+    for index in summaries:
+        assert SUMMARY_REQUEST in tokenizer.decode(generator.prompts[index])
+        assert segment_of(trajectory, index) == segment_of(trajectory, index - 1) + 1
+        assert segment_of(trajectory, index + 1) == segment_of(trajectory, index) + 1
 
 
 # -- docker ----------------------------------------------------------------------------------------------------

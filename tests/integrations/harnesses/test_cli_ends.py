@@ -6,6 +6,7 @@ given (only its own documented settings, every path inside the sandbox)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -90,6 +91,15 @@ def test_each_launch_is_the_clis_own_settings_pointed_at_the_proxy() -> None:
         "secret-1",
     )
     assert claude.argv[claude.argv.index("--permission-mode") + 1] == "dontAsk"
+    assert (claude.env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"], claude.env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"]) == (
+        "100000",
+        "26",  # 80% of the proxy's 32768 tokens, in the least window Claude Code takes
+    )
+    large = CLAUDE_CODE.launch(replace(RUN, context_window=200000)).env
+    assert (
+        large["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] == "200000"
+        and "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE" not in large
+    )
     gemini = GEMINI_CLI.launch(RUN)
     settings = json.loads(gemini.files[f"{RUN.home}/.gemini/settings.json"])
     assert settings["security"]["auth"]["selectedType"] == "gemini-api-key"
