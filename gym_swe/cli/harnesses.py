@@ -4,6 +4,7 @@ list what is installed. See `gym_swe.integrations.harnesses`."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from typing import Any
 
 from gym_swe.cli.options import command
@@ -43,10 +44,13 @@ def run_install(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from gym_swe.errors import missing_dependency
     from gym_swe.integrations.harnesses.install import INSTALL_COMMAND, installation
     from gym_swe.integrations.harnesses.registry import HARNESSES, MINI_SWE_AGENT, harness_named
 
-    print(f"{MINI_SWE_AGENT}: a Python package (pip install 'gym-swe[mini-swe-agent]'); plays on the host")
+    mini = importlib.util.find_spec("minisweagent") is not None  # not imported: it prints a banner
+    where = "installed" if mini else str(missing_dependency("minisweagent", "mini-swe-agent", feature="It"))
+    print(f"{MINI_SWE_AGENT}: a Python package, plays on the host; {where}")
     for name in HARNESSES:
         harness = harness_named(name)
         found = installation(harness)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from gym_swe.integrations.harnesses.base import Harness
 
 MINI_SWE_AGENT = "mini-swe-agent"
-"""The Python harness: installed with pip (``gym-swe[mini-swe-agent]``), its own collector."""
+"""The Python harness (the ``mini-swe-agent`` extra), with its own collector."""
 
 HARNESSES: dict[str, str] = {
     "pi": "gym_swe.integrations.harnesses.pi:PI",

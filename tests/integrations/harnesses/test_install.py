@@ -53,7 +53,7 @@ def test_harnesses_list_says_where_each_is_or_how_to_install_it(tmp_path: Path) 
                           capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].startswith("mini-swe-agent: a Python package")
+    assert lines[0] == "mini-swe-agent: a Python package, plays on the host; installed"
     assert lines[1].startswith(
         "pi: @mariozechner/pi-coding-agent@0.73.1, speaks chat_completions; not installed"
     )
