@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install --quiet
 
 # The npm agent harnesses the tests drive (gym-swe harnesses list names them all).
-HARNESSES ?= pi opencode
+HARNESSES ?= pi opencode codex claude-code gemini-cli
 
 .PHONY: demo test lint docs bench system system-docker image harnesses clean
 

@@ -23,9 +23,9 @@ The modules:
 - `collector`: many episodes in threads (`collect_with_harness`, `collector_for`), as `gym-swe eval` and the
   trainer call them; Stop and Ctrl-C end them all.
 - `image`: ``gym-swe images build --harness NAME``, the base image with the harness copied in, offline.
-- one module per harness: `pi`, `opencode`.
+- one module per harness: `pi`, `opencode`, `codex`, `claude_code`, `gemini_cli`.
 
-Add a harness (Codex, Claude Code, Gemini CLI, ...): a module here whose object satisfies `Harness` (see
+Add a harness: a module here whose object satisfies `Harness` (see
 `pi` for the shape: a frozen dataclass whose ``launch`` writes the CLI's config under `HarnessRun.home` and
 points it at `HarnessRun.base_url` with `HarnessRun.api_key`), a line in `registry.HARNESSES`, a lockfile
 (``python scripts/lock_harness.py NAME``), and tests beside ``tests/integrations/harnesses/test_pi.py``

@@ -21,10 +21,12 @@ graded end of the episode. Every path a `HarnessRun` names is a path inside the 
 
 from __future__ import annotations
 
+import json
 import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 OUTPUT_TAIL_CHARS = 2000
 """How much of a failed harness's output its error keeps (the end, where a CLI says why it stopped)."""
@@ -174,3 +176,17 @@ def end_of_exit(name: str, exit: HarnessExit) -> HarnessEnd:
         return HarnessEnd(True)
     tail = exit.output.strip()[-OUTPUT_TAIL_CHARS:]
     return HarnessEnd(False, "harness_failed", f"{name} exited with status {exit.exit_code}: {tail}")
+
+
+def last_json_object(output: str) -> dict[str, Any]:
+    """The last JSON object printed at the start of a line of ``output`` (the result a CLI prints at its end
+    with a JSON output format, on one line or over several), or {} when there is none."""
+    decoder, found = json.JSONDecoder(), {}
+    for start in re.finditer(r"^\{", output, re.MULTILINE):
+        try:
+            value, _ = decoder.raw_decode(output, start.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found = value
+    return found

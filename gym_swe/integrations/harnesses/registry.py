@@ -22,6 +22,9 @@ MINI_SWE_AGENT = "mini-swe-agent"
 HARNESSES: dict[str, str] = {
     "pi": "gym_swe.integrations.harnesses.pi:PI",
     "opencode": "gym_swe.integrations.harnesses.opencode:OPENCODE",
+    "codex": "gym_swe.integrations.harnesses.codex:CODEX",
+    "claude-code": "gym_swe.integrations.harnesses.claude_code:CLAUDE_CODE",
+    "gemini-cli": "gym_swe.integrations.harnesses.gemini_cli:GEMINI_CLI",
 }
 """The npm harnesses: name -> ``"module:attribute"`` of its `Harness`."""
 

@@ -53,6 +53,11 @@ HARNESS_MOUNT = "/opt/gym-swe/harnesses"
 RUN_DIR = "/tmp/gym_swe-harness"
 """Where a run's own files go in the sandbox (its private /tmp): the forwarder, and the harness's home."""
 FORWARDER_PORT = 8765
+NODE_OPTIONS = "--disable-wasm-trap-handler"
+"""Node's options for the forwarder and the harness: WebAssembly without the guard regions it otherwise
+reserves (about 10 GB of address space per instance), which a jail's address-space limit (a local sandbox
+without cgroups: gym_swe not run as root) refuses; Node's fetch parses HTTP with WebAssembly, so Pi and Gemini
+CLI could make no request at all there."""
 """The forwarder's port on the sandbox's own loopback: nothing outside the sandbox reaches it, nor it them."""
 FILES_FROM = ("bind", "image")
 DEFAULT_TIMEOUT = 1800.0
@@ -212,7 +217,8 @@ def _play(
     words = [run.node, forwarder, f"{PROXY_SOCKET_DIR}/{socket_name}", str(FORWARDER_PORT), *launch.argv]
     stdin = f" < {shlex.quote(launch.stdin)}" if launch.stdin else ""
     command = f"mkdir -p {shlex.quote(run.home)} && exec {shlex.join(words)}{stdin}"
-    result = sandbox.exec(command, timeout=timeout, cwd=run.workdir, env={"HOME": run.home, **launch.env})
+    env = {"HOME": run.home, "NODE_OPTIONS": NODE_OPTIONS, **launch.env}
+    result = sandbox.exec(command, timeout=timeout, cwd=run.workdir, env=env)
     files = {}
     for path in launch.read_back:
         try:
@@ -231,12 +237,18 @@ def _play(
 
 def end_episode(env: Any, rollout: RolloutHandle, end: HarnessEnd) -> Trajectory:
     """Finish the rollout, then grade: as after the env's own submit when the harness submitted, else as a
-    truncation with the reason. A budget the proxy ended comes first (see `HarnessEnd`). The rollout ends
+    truncation with the reason. A budget the proxy ended comes first (see `HarnessEnd`); a harness that failed
+    on a reply cut at ``max_tokens`` is truncated (``"max_tokens"``), not failed. The rollout ends
     before grading: the code under test runs while grading, and nothing may generate then (an agent that
     planted its rollout's secret would otherwise add turns)."""
     budget = rollout.end_reason  # set where the proxy ended it: max_turns, max_model_len, generator_error
     trajectory = rollout.finish("harness_done")
     unwrapped = env.unwrapped
+    turns = trajectory.turns
+    if end.reason == "harness_failed" and turns and turns[-1].finish_reason == "length":
+        # The model's last reply was cut at max_tokens and the harness stopped on it (Codex does: an
+        # incomplete response ends its run): the agent's doing, graded and trained on, not a failure.
+        end = HarnessEnd(False, "max_tokens")
     error = None if budget else end.error
     try:
         if not budget and end.submitted:

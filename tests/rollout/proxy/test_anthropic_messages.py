@@ -149,6 +149,45 @@ def test_thinking_round_trips(keep_thinking: bool) -> None:
     assert kept[:2] == ([REASONING, REASONING] if keep_thinking else [None, None])
 
 
+def test_claude_codes_request_shape_a_system_turn_deferred_tools_and_thinking_display() -> None:
+    """As Claude Code sends it: a system message among the messages (its environment notes) rendered where it
+    stands; a tool with ``defer_loading`` kept out of the model's context, as the API keeps it; a context
+    edit that clears old thinking accepted; thinking asked for with ``"display": "omitted"`` answered
+    without its text."""
+    tokenizer = qwen3()
+    note = "# Environment\nPrimary working directory: /workspace"
+    deferred = {**TOOLS[0], "name": "Placeholder", "defer_loading": True}
+    messages = [
+        {"role": "user", "content": TASK},
+        {"role": "system", "content": [{"type": "text", "text": note}]},
+    ]
+    with serving(tokenizer, script(1, THINK)) as (proxy, generator):
+        rollout = proxy.open_rollout("task")
+        message = client_for(rollout).messages.create(
+            model="any",
+            max_tokens=1024,
+            system=SYSTEM,
+            messages=messages,  # type: ignore[arg-type]
+            tools=[*TOOLS, deferred],  # type: ignore[list-item]
+            extra_body={
+                "thinking": {"type": "adaptive", "display": "omitted"},
+                "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+            },
+        )
+        trajectory = rollout.finish()
+    expected = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": TASK},
+        {"role": "system", "content": note},
+    ]
+    assert generator.prompts[0] == ChatFormat(tokenizer, [BASH]).prompt_ids(expected)
+    assert trajectory.tools == [BASH]
+    assert [(block.type, getattr(block, "thinking", None)) for block in message.content] == [
+        ("thinking", ""),
+        ("tool_use", None),
+    ]
+
+
 def test_the_secret_as_api_key_or_bearer_token_and_token_counts() -> None:
     tokenizer = default_tokenizer()
     with serving(tokenizer, script(1)) as (proxy, generator):
@@ -187,6 +226,10 @@ def test_a_request_it_cannot_represent_is_a_400_naming_the_field() -> None:
                 {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "abc"}]},
             ]
         },
+        "context_management.edits[0].type": {
+            "messages": [{"role": "user", "content": TASK}],
+            "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+        },
         "messages[2].content[0].content[0].type": {
             "messages": [
                 {"role": "user", "content": TASK},
@@ -206,7 +249,9 @@ def test_a_request_it_cannot_represent_is_a_400_naming_the_field() -> None:
         client = client_for(rollout)
         for field, request in cases.items():
             with pytest.raises(anthropic.BadRequestError) as caught:
-                client.messages.create(model="any", max_tokens=64, **request)
+                known = {key: value for key, value in request.items() if key in ("messages", "tools")}
+                extra = {key: value for key, value in request.items() if key not in known}
+                client.messages.create(model="any", max_tokens=64, **known, extra_body=extra)
             assert caught.value.status_code == 400 and field in caught.value.message, (field, caught.value)
             assert caught.value.body["error"]["type"] == "invalid_request_error"
         assert generator.prompts == []

@@ -5,17 +5,22 @@ Requests: ``system`` (a string or text blocks) becomes the system message; each 
 or blocks) becomes messages: ``text`` blocks (a message's text blocks joined by a blank line, as separate
 paragraphs), an assistant's ``thinking`` (its ``reasoning_content``) and ``tool_use`` blocks (its
 ``tool_calls``), a user's ``tool_result`` blocks (``tool`` messages, in order, before the text that follows
-them). ``is_error`` on a result is not shown to the model (a chat template has no place for it; the result's
-text says what went wrong), and ``cache_control`` is a caching hint with nothing to render. Images,
-documents, redacted thinking, server tools and their results have no place in a chat template: a 400 that
-names the block. Sampling fields (max_tokens, temperature, thinking budget, tool_choice, stop_sequences...)
-are ignored: the trainer's sampling parameters hold.
+them); a ``system`` message among them (Claude Code's notes on its environment) is a system message where it
+stands (a template that renders none there answers 400). ``is_error`` on a result is not shown to the model
+(a chat template has no place for it; the result's text says what went wrong), and ``cache_control`` is a
+caching hint with nothing to render. A tool with ``defer_loading`` is not shown to the model, as the API
+keeps it out of the context until a tool search loads it (tool search is not served here).
+``context_management`` may clear old thinking (the template renders reasoning as it does anyway); any other
+edit is a 400. Images, documents, redacted thinking, tool references, server tools and their results have no
+place in a chat template: a 400 that names the block. Sampling fields (max_tokens, temperature, thinking
+budget, tool_choice, stop_sequences...) are ignored: the trainer's sampling parameters hold.
 
-Answers: a ``thinking`` block when the sampled text had a ``<think>`` block, a ``text`` block, a
-``tool_use`` block per call; ``stop_reason`` ``end_turn``, ``tool_use`` or ``max_tokens``. Streamed as the
-API streams: ``message_start``, ``ping``, per block ``content_block_start``, its deltas (``thinking_delta``
-and ``signature_delta``, ``text_delta``, ``input_json_delta``) and ``content_block_stop``, then
-``message_delta`` (the stop reason, the usage) and ``message_stop``.
+Answers: a ``thinking`` block when the sampled text had a ``<think>`` block (its text left out when the
+request says ``"thinking": {"display": "omitted"}``), a ``text`` block, a ``tool_use`` block per call;
+``stop_reason`` ``end_turn``, ``tool_use`` or ``max_tokens``. Streamed as the API streams: ``message_start``,
+``ping``, per block ``content_block_start``, its deltas (``thinking_delta`` and ``signature_delta``,
+``text_delta``, ``input_json_delta``) and ``content_block_stop``, then ``message_delta`` (the stop reason, the
+usage) and ``message_stop``.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from gym_swe.rollout.proxy.dialects.base import (
     text_of,
 )
 
-ROLES = ("user", "assistant")
+ROLES = ("user", "assistant", "system")
 JOINER = "\n\n"
 SIGNATURE = "gym_swe"  # thinking blocks must carry one; this proxy checks none
 STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
@@ -77,9 +82,15 @@ def parse_request(body: Any, route: Route | None = None) -> ChatRequest:
         where = f"messages[{index}]"
         if not isinstance(message, Mapping) or message.get("role") not in ROLES:
             raise RequestError(
-                400, f"{where} must be an object with a 'role' among user, assistant", param=f"{where}.role"
+                400,
+                f"{where} must be an object with a 'role' among {', '.join(ROLES)}",
+                param=f"{where}.role",
             )
         content = message.get("content")
+        if message["role"] == "system":  # a system turn mid-conversation: text only, as the API takes it
+            text = text_of(content, f"{where}.content", ("text",), JOINER)
+            messages.append({"role": "system", "content": text})
+            continue
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not isinstance(blocks, list):
             raise RequestError(
@@ -89,6 +100,7 @@ def parse_request(body: Any, route: Route | None = None) -> ChatRequest:
             messages.append(_assistant(blocks, where))
         else:
             messages += _user(blocks, where)
+    _check_context_management(body.get("context_management"))
     tools = []
     for index, tool in enumerate(json_list(body.get("tools"), "tools")):
         if not isinstance(tool, Mapping) or tool.get("type", "custom") != "custom":
@@ -97,12 +109,33 @@ def parse_request(body: Any, route: Route | None = None) -> ChatRequest:
                 f"tools[{index}].type",
                 f"{kind!r} tools are Anthropic's own: only client tools are served here",
             )
+        if tool.get("defer_loading"):  # not in the model's context until a tool search loads it
+            continue
         tools.append(
             function_tool(
                 tool.get("name"), tool.get("description"), tool.get("input_schema"), f"tools[{index}]"
             )
         )
-    return ChatRequest(messages, tools or None, stream_flag(body))
+    thinking = body.get("thinking")
+    omit = isinstance(thinking, Mapping) and thinking.get("display") == "omitted"
+    return ChatRequest(messages, tools or None, stream_flag(body), {"omit_thinking": omit})
+
+
+def _check_context_management(value: Any) -> None:
+    """Context edits the API would make before the model reads the conversation: clearing old thinking is
+    the chat template's and the bridge's business already (reasoning is rendered as the template renders
+    it); any other edit (clearing tool results, say) would change what the model reads: a 400."""
+    if not value:
+        return
+    edits = value.get("edits") if isinstance(value, Mapping) else None
+    for index, edit in enumerate(json_list(edits, "context_management.edits")):
+        kind = edit.get("type") if isinstance(edit, Mapping) else None
+        if not (isinstance(kind, str) and kind.startswith("clear_thinking_")):
+            raise unrepresentable(
+                f"context_management.edits[{index}].type",
+                f"{kind!r} edits change what the model reads and are not served here "
+                "(only clear_thinking edits: the chat template renders reasoning as it does)",
+            )
 
 
 def _blocks(blocks: list[Any], where: str) -> list[tuple[str, Mapping[str, Any], str]]:
@@ -175,10 +208,13 @@ def _string(block: Mapping[str, Any], key: str, at: str) -> str:
 
 
 # -- answers ------------------------------------------------------------------------------------------------
-def _content(answer: Answer) -> list[dict[str, Any]]:
+def _content(answer: Answer, request: ChatRequest | None = None) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    if answer.reasoning:
-        blocks.append({"type": "thinking", "thinking": answer.reasoning, "signature": SIGNATURE})
+    if answer.reasoning:  # "display": "omitted" asks for the block without its text, as the API sends it
+        omit = request is not None and request.reply_options.get("omit_thinking")
+        blocks.append(
+            {"type": "thinking", "thinking": "" if omit else answer.reasoning, "signature": SIGNATURE}
+        )
     if answer.text or not answer.tool_calls:
         blocks.append({"type": "text", "text": answer.text})
     for call in answer.tool_calls:
@@ -193,7 +229,7 @@ def message(answer: Answer, request: ChatRequest | None = None) -> dict[str, Any
         "type": "message",
         "role": "assistant",
         "model": answer.model,
-        "content": _content(answer),
+        "content": _content(answer, request),
         "stop_reason": STOP_REASONS.get(answer.finish_reason, "end_turn"),
         "stop_sequence": None,
         "usage": _usage(answer.prompt_tokens, answer.completion_tokens),
@@ -213,15 +249,18 @@ def stream_events(answer: Answer, request: ChatRequest) -> list[bytes]:
     def event(kind: str, **fields: Any) -> bytes:
         return sse({"type": kind, **fields}, kind)
 
-    start = {**message(answer), "content": [], "stop_reason": None, "usage": _usage(answer.prompt_tokens, 0)}
+    start = {
+        **message(answer, request),
+        "content": [],
+        "stop_reason": None,
+        "usage": _usage(answer.prompt_tokens, 0),
+    }
     events = [event("message_start", message=start), event("ping")]
-    for index, block in enumerate(_content(answer)):
+    for index, block in enumerate(_content(answer, request)):
         if block["type"] == "thinking":
             empty: dict[str, Any] = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [
-                {"type": "thinking_delta", "thinking": block["thinking"]},
-                {"type": "signature_delta", "signature": block["signature"]},
-            ]
+            deltas = [{"type": "thinking_delta", "thinking": block["thinking"]}] if block["thinking"] else []
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
         elif block["type"] == "text":
             empty, deltas = {"type": "text", "text": ""}, [{"type": "text_delta", "text": block["text"]}]
         else:
