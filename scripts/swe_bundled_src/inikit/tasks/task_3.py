@@ -67,6 +67,11 @@ TEST_PATCH = [
     def test_trailing_separators_are_ignored(self):
         assert to_list("auth,\\ncache,\\nmetrics,") == ["auth", "cache", "metrics"]
         assert to_list("a,, b") == ["a", "b"]
+        assert to_list("ldap-sync;\\n  audit log ;;\\n  rate-limiter;", sep=";") == [
+            "ldap-sync",
+            "audit log",
+            "rate-limiter",
+        ]
 
     def test_empty_value_gives_empty_list(self):
         assert to_list("") == []

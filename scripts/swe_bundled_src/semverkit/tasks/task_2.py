@@ -64,6 +64,7 @@ TEST_PATCH = [
         "with": """\
     def test_caret_zero_zero_patch(self):
         assert str(Range("^0.0.3")) == ">=0.0.3 <0.0.4"
+        assert str(Range("^0.0.19")) == ">=0.0.19 <0.0.20"
 
     def test_caret_zero_zero_excludes_next_patch(self):
         rng = Range("^0.0.3")

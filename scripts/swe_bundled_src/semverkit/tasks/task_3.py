@@ -87,6 +87,9 @@ def test_python_m_semverkit_bump():
     proc = run_module("bump", "1.4.2", "minor")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "1.5.0\\n"
+    proc = run_module("bump", "2.17.9", "minor")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "2.18.0\\n"
 
 
 def test_python_m_semverkit_exit_status():
