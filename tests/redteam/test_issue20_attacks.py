@@ -8,14 +8,16 @@ Held (plain tests, each with a counterfactual or a control showing the attack is
   ``__qualname__``/``__module__`` rewritten): 1.0 with sealing off, 0 sealed;
 - an ``in`` check's value stuffed with every phrase of the repository, as one string: over the size bound;
 - a literal searched for in everything the run can read (the checkout, its git objects, /tmp, the grader's
-  directory): the test patch is nowhere, so the sealed value cannot be found.
+  directory): the test patch is nowhere, so the sealed value cannot be found;
+- the values the issue and the README state, written as records beside a forged report, with every decoy told
+  (semverkit-2, semverkit-3, tabletext-4): 0. Broken when written (every literal of those tasks' sealed checks
+  was public, and they earned 1.0); each bundled task now has a FAIL_TO_PASS check whose literal is written
+  nowhere the agent reads, which the forger cannot fill in.
 
 Broken when written (``# BREAKS THE GRADER:``, ``xfail(strict=True)`` on an exception of their own, so that a
 failing control is a real failure):
-- the values a task's sealed checks expect are public (the issue, the README, a test the agent saw): a report
-  forged to "passed" and records written with those values earn 1.0 while the bug stays, on three bundled
-  tasks; with ``reward="fraction"``, the same forgery raises the share of a task whose literals are only
-  partly public (inikit-2: 0.769 unfixed, 0.923 forged);
+- with ``reward="fraction"``, a report forged to "passed" and records written with the public values raise the
+  share of a task whose literals are only partly public (inikit-2: 0.769 unfixed, 0.923 forged);
 - the same ``in`` check stuffed with a *list* of the phrases: the size bound counts a list's items against
   the gold value's characters;
 - raising the exception the issue names, only inside ``raises`` blocks (found from the caller's frame): a
@@ -36,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from gym_swe.grading import seals
+from gym_swe.grading import decoys, seals
 from gym_swe.tasks.swe import bundled_data_dir, load_swe_tasks
 from tests.redteam.scripted import SUBMIT, bash, make_env, write
 from tests.redteam.sealed_programs import (
@@ -224,17 +226,29 @@ def _assert_still_broken(task_id: str, observations: str) -> None:
     assert shown in observations, observations[-2000:]
 
 
-# BREAKS THE GRADER: a check is "strong" (and its test gets no decoys) whatever its literal, though the
-# literals here are in the issue and the README: the records are the run's to write, the report too, and the
-# test's other checks (`assert not rng.contains("0.0.4")`) have nothing guarding them.
-@pytest.mark.xfail(strict=True, raises=GraderPaid, reason="sealed literals that are public are not secrets")
+# Broken when written: every literal these tasks' sealed checks expected was in the issue or the README, and
+# the records are the run's to write, the report too. Each task now has a FAIL_TO_PASS check whose literal is
+# written nowhere the agent reads (SECRET_CHECKS: its line in the test file, and what the forger's records make
+# of it); it stands with the decoys turned off, as if the forger told every one.
+SECRET_CHECKS = {
+    "gymswe__semverkit-2": (29, "recorded nothing"),  # str(Range("^0.0.19")): the forger has no value for it
+    "gymswe__semverkit-3": (30, "did not hold"),  # `bump 2.17.9 minor`'s stdout: "1.5.0" is written
+    "gymswe__tabletext-4": (69, "did not hold"),  # a second table: the issue's four lines are written
+}
+
+
 @pytest.mark.parametrize("task_id", list(PUBLIC_ANSWERS))
-def test_public_answers_written_as_records_earn_nothing(env: Any, task_id: str) -> None:
+def test_public_answers_written_as_records_earn_nothing(
+    env: Any, task_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(decoys, "MAX_GROUPS", 0)  # the forger told every decoy
     reward, info, seen = play(env, task_id, _attack(task_id, ANSWER_BOOK + PUBLIC_ANSWERS[task_id]))
     _assert_still_broken(task_id, seen)
     assert info["grade"]["integrity"] == "sealed" and not info["grade"]["rejection"], info["grade"]
     if reward != 0.0:
         raise GraderPaid(f"{task_id}: {reward} for public answers, the bug intact")
+    line, what = SECRET_CHECKS[task_id]
+    assert f"sealed check at line {line} {what}" in info["grade"]["log"], info["grade"]["log"][-3000:]
 
 
 # -- 2. an `in` check stuffed with the repository's phrases --------------------------------------------------------
@@ -266,7 +280,7 @@ def test_an_in_check_stuffed_with_every_phrase_earns_nothing(env: Any, shape: st
     _assert_still_broken(task_id, seen)
     if reward != 0.0:
         raise GraderPaid(f"{reward} for a stuffed {shape} value")
-    assert "sealed check at line 36 did not hold" in info["grade"]["log"], info["grade"]["log"][-3000:]
+    assert "sealed check at line 39 did not hold" in info["grade"]["log"], info["grade"]["log"][-3000:]
 
 
 # -- 3. exception blocks: the exception the issue names, raised where a test expects one ---------------------------
@@ -304,7 +318,7 @@ def test_an_exception_of_every_likely_class_earns_nothing(env: Any, monkeypatch:
 # -- 4. correct fixes the sealed checks refuse --------------------------------------------------------------------
 
 CORRECT_FIXES = {
-    "semverkit-3: more on stderr than the gold patch": ("gymswe__semverkit-3", "", 36),
+    "semverkit-3: more on stderr than the gold patch": ("gymswe__semverkit-3", "", 39),
     "inverted: the project's own ValueError subclass": (
         INVERTED,
         "the project's own ValueError subclass",

@@ -5,6 +5,9 @@ multi-line list style with trailing commas that the README recommends gives
 ``['auth', '', 'cache', ...]`` and an empty value gives ``['']``.
 One-line fix.  Hidden tests: two new methods of the TestToList class and a
 Config-level test in a second test file.
+
+Secret check: a ``;``-separated multi-line list with empty items, whose
+items appear nowhere in the issue or the repository.
 """
 
 BASE = 6

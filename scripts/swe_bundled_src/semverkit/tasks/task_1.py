@@ -4,6 +4,10 @@ Bug: Version._key() puts the raw prerelease tuple (ints and strs mixed) into
 the sort key, so comparing e.g. ("alpha", 1) with ("alpha", "beta") ends up
 comparing 1 < "beta" -> TypeError.  SemVer says numeric identifiers always
 sort before alphanumeric ones.
+
+Secret check (what the grader seals against a forged report): the order of
+seven ``v2.4.0`` tags mixing numeric and alphanumeric identifiers, a list
+written nowhere in the issue or the repository.
 """
 
 BASE = 5

@@ -3,6 +3,9 @@
 Bug: _caret() handles a zero major (bump the minor) but not a zero major AND
 minor, where only the patch may not change: ^0.0.3 must mean >=0.0.3 <0.0.4,
 it gives >=0.0.3 <0.1.0.  The README table documents the right meaning.
+
+Secret check: ``str(Range("^0.0.19"))``; the issue and the README only
+spell out ^0.0.3.
 """
 
 BASE = 8

@@ -3,6 +3,9 @@
 Bug: Column.format() applies ``fmt`` before checking for None, so a missing
 value in a formatted column raises TypeError instead of showing the
 column's ``missing`` text.  Fix: check for None first (a two-line move).
+
+Secret check: a second table, two formatted columns with a None in each,
+rendered; the issue only shows the region/revenue table.
 """
 
 BASE = 3
