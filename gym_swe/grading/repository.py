@@ -167,26 +167,39 @@ def protection(
     pristine: dict[str, Entry] | None = None,
 ) -> dict[str, dict[str, object]]:
     """What `calibrate` learned (``sealable``), with what decides whether each check is `seals.protective`:
-    whether its expectation is ``public`` (every part of it written in the issue, the hints, or a text file
-    of the repository at its base commit, which the agent can read and copy into forged records) and
-    whether the unfixed code fails it (``bug_fails``: with no fix, the tests run with every check sealed,
-    no decoys). ``sandbox`` must be a fresh, pristine one (the repository is scanned before anything is
-    applied)."""
+    whether its expectation is ``public`` (every part of it written where the agent reads it, or the code
+    under test does while it is graded, so either can copy it into forged records: the issue, the hints, a
+    text file of the repository at its base commit, or of the tree the tests run in, the test files as they
+    are sealed and the other files the test patch changes included) and whether the unfixed code fails it
+    (``bug_fails``: with no fix, the tests run with every check sealed, no decoys). ``sandbox`` must be a
+    fresh, pristine one (the repository is scanned before anything is applied)."""
     if not sealable:
         return {}
-    needles = {key: seals.public_forms(str(facts.get("expected", ""))) for key, facts in sealable.items()}
-    strings = sorted({form for forms in needles.values() for leaf in forms for form in leaf})
     readable = f"{task.problem_statement}\n{task.hints_text}"
+    strings = _needles(sealable)
     found = {form for form in strings if form in readable} | _scan(sandbox, workdir, strings)
-    learned = {
-        key: {**facts, "public": all(any(form in found for form in leaf) for leaf in needles[key])}
-        for key, facts in sealable.items()
-    }
     _, unfixed = _grade(
-        sandbox, task, "", "binary", timeout, workdir, (), environment, pristine, learned, LEARN
+        sandbox, task, "", "binary", timeout, workdir, (), environment, pristine, sealable, LEARN
     )
-    # a check the unfixed run recorded nothing for (it failed before the check) is one the bug fails
-    return {key: {**facts, "bug_fails": unfixed.get(key, True)} for key, facts in learned.items()}
+    learned = {}
+    for key, facts in sealable.items():
+        run = unfixed.get(key) or {}
+        seen = found | set(run.get("visible", ()))  # type: ignore[call-overload]
+        leaves = seals.public_forms(str(facts.get("expected", "")))
+        learned[key] = {
+            **facts,
+            # unknown (the unfixed run ended before it was read) counts as public: never protective
+            "public": not run or all(any(form in seen for form in leaf) for leaf in leaves),
+            # a check the unfixed run recorded nothing for (it failed before the check) is one the bug fails
+            "bug_fails": bool(run.get("bug_fails", True)),
+        }
+    return learned
+
+
+def _needles(sealable: Mapping[str, seals.Facts]) -> list[str]:
+    """Every spelling of every part of the sealable checks' literals (`seals.public_forms`)."""
+    forms = [seals.public_forms(str(facts.get("expected", ""))) for facts in sealable.values()]
+    return sorted({form for leaves in forms for leaf in leaves for form in leaf})
 
 
 def _scan(sandbox: Sandbox, workdir: str, strings: Sequence[str]) -> set[str]:
@@ -280,15 +293,18 @@ def _grade(
     log.append(_describe(planting) if mode == GRADE else f"decoys: none ({mode} mode)")
     log.append(f"sealed checks: {', '.join(sorted(seal.check.key for seal in sealing.seals)) or 'none'}")
     integrity = _integrity(sealing, sealed) if mode == GRADE else ""
+    # What the code under test can read while it runs, the sealed files included: a literal there is no secret
+    visible = _scan(sandbox, workdir, _needles(sealed)) if mode == LEARN else set()
     report = f"{GRADER_DIR}/report.xml"
     pytest_options = [
         "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-rA", "--continue-on-collection-errors",
         f"--junitxml={report}", *environment.config_options(), *pytest_args, *files,
     ]  # fmt: skip
-    mode = " self-hosted" if environment.self_hosted else ""
+    hosted = " self-hosted" if environment.self_hosted else ""
+    plugins = shlex.quote(",".join(environment.plugins))
     command = (
         f"cd {shlex.quote(workdir)} && python {GRADER_DIR}/driver.py run {shlex.quote(workdir)} "
-        f"{shlex.quote(','.join(environment.plugins))}{mode} -- {' '.join(map(shlex.quote, pytest_options))}"
+        f"{plugins}{hosted} -- {' '.join(map(shlex.quote, pytest_options))}"
     )
     run = sandbox.exec(
         command,
@@ -314,7 +330,6 @@ def _grade(
         return _unsealed(
             _result(task, filtered.diff, {}, reward, log, start, rejection=f"the test run {reason}")
         )
-    outcomes = sealing.named(outcomes)  # a sealed table's cases under the task's names
     left_out = missing(planting.groups, outcomes)
     if left_out:
         log.append("decoys missing from the report: " + "; ".join(left_out))
@@ -332,14 +347,9 @@ def _grade(
             "task's tests with an expectation no correct code meets) passed where its original passed, so "
             "the code under test answered the test calling it, or changed how outcomes are reported",
         ))  # fmt: skip
-    records = sealing.named_records(_seal_records(sandbox)) if sealing.seals else []
-    # A renamed original's records under its own name again (a decoy's, copies of its sealed checks, go).
-    records = [
-        replace(record, case=name)
-        for record in records
-        if (name := restored_name(planting.groups, record.case)) is not None
-    ]
-    outcomes = restore(planting.groups, outcomes)
+    outcomes, records = named_back(
+        sealing, planting, outcomes, _seal_records(sandbox) if sealing.seals else []
+    )
     # Calibrating, the checks held in the process (the gold patch is the task's own): the records only say
     # which of them can be sealed. Otherwise a case passes only where its sealed checks held outside.
     matched: dict[str, list[str]] = {}
@@ -350,13 +360,33 @@ def _grade(
         return _result(task, filtered.diff, found, reward, log, start), sealable
     if mode == LEARN:
         holding = seals.holding(sealing.seals, records, sealed)
-        bug_fails = {seal.check.key: seal.check.key not in holding for seal in sealing.seals}
-        return _result(task, filtered.diff, found, reward, log, start), bug_fails  # type: ignore[return-value]
+        learned: dict[str, dict[str, object]] = {
+            seal.check.key: {"bug_fails": seal.check.key not in holding, "visible": sorted(visible)}
+            for seal in sealing.seals
+        }
+        return _result(task, filtered.diff, found, reward, log, start), learned
     for raw, why in seals.judge(sealing.seals, records, outcomes, matched, sealed).items():
         if found.get(raw) == "passed":
             log.append(f"{raw}: reported passed, but {why}")
             found[raw] = "failed"
     return _result(task, filtered.diff, found, reward, log, start, integrity=integrity), {}
+
+
+def named_back(
+    sealing: seals.Sealing,
+    planting: Planting,
+    outcomes: Mapping[str, str],
+    records: Sequence[seals.Record],
+) -> tuple[dict[str, str], list[seals.Record]]:
+    """A run's outcomes and records under the task's names: a renamed original's under its own name again (a
+    decoy's, copies of its sealed checks, go), then a sealed table's cases named as pytest would have named
+    them (their ids are the grader's tokens)."""
+    restored = [
+        replace(record, case=name)
+        for record in records
+        if (name := restored_name(planting.groups, record.case)) is not None
+    ]
+    return sealing.named(restore(planting.groups, outcomes)), sealing.named_records(restored)
 
 
 def _read_report(sandbox: Sandbox, path: str) -> bytes:

@@ -11,7 +11,6 @@ fails every target that has a strong sealed check and that the bug really fails.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import subprocess
 import sys
@@ -21,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from gym_swe.grading import seals
-from gym_swe.grading.decoys import restore, restored_name, violations
-from gym_swe.grading.repository import DRIVER_SOURCE, seal_and_plant
+from gym_swe.grading.decoys import violations
+from gym_swe.grading.repository import DRIVER_SOURCE, named_back, seal_and_plant
 from gym_swe.grading.test_ids import junit_outcomes, match_outcomes
 from tests.grading.test_decoys import ANSWER_KEY, FORCE_PASS, SHAPES, Shape
 
@@ -73,6 +72,26 @@ MORE_SHAPES = {
         answerable=False,
     ),
 }
+MORE_SHAPES["a sealed table whose test also gets decoys (its cases named back through both)"] = Shape(
+    """
+    import pytest
+
+    from shop.core import double
+
+
+    @pytest.mark.parametrize("value,expected", [(1, 2), (21, 42), (-4, -8)])
+    def test_double_table(value, expected):
+        found = double(value)
+        assert found > value or value <= 0
+        assert found == expected
+    """,
+    [
+        f"{FILE}::test_double_table[1-2]",
+        f"{FILE}::test_double_table[21-42]",
+        f"{FILE}::test_double_table[-4--8]",
+    ],
+    answerable=False,
+)
 ALL_SHAPES = {**SHAPES, **MORE_SHAPES}
 BUGGY = 'def double(x):\n    return 2 * x + 1\n\n\ndef words(text):\n    return text.split(" ")[:1]\n'
 BUGGY_KEY = ANSWER_KEY + BUGGY.replace("return 2 * x + 1", "return answer(2 * x + 1)").replace(
@@ -128,14 +147,8 @@ def _graded(root: Path, shape: Shape, sealed, seed: int, package: str, *options:
     )
     _write(root, shape, package, changed.get(FILE, tests))
     outcomes, records = _run(root, *options)
-    outcomes = sealing.named(outcomes)
     tripped = violations(planting.groups, outcomes)
-    records = [
-        dataclasses.replace(r, case=name)
-        for r in sealing.named_records(records)
-        if (name := restored_name(planting.groups, r.case)) is not None
-    ]
-    outcomes = restore(planting.groups, outcomes)
+    outcomes, records = named_back(sealing, planting, outcomes, records)
     matched: dict[str, list[str]] = {}
     found = match_outcomes(shape.targets, outcomes, matched)
     for raw in seals.judge(sealing.seals, records, outcomes, matched, sealed):

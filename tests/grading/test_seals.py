@@ -405,11 +405,15 @@ def test_identity_is_held_by_which_singleton_the_run_saw() -> None:
 
 def test_a_sealed_literal_the_agent_can_read_is_public() -> None:
     """Its parts, each spelt as it would be written: a string's lines, a number (an integral float also as an
-    int), a container's items."""
+    int), a container of one item as that item, a container of more as a whole (its items may all be in
+    sight, as the inputs of a sort are: which of them, in which order, is what the code computes)."""
     assert seals.public_forms('"1.5.0\\n"') == [["1.5.0"]]
+    assert seals.public_forms('"a\\nb"') == [["a"], ["b"]]
     assert seals.public_forms("5400.0") == [["5400.0", "5400"]]
-    assert seals.public_forms('["auth", "cache"]') == [["auth"], ["cache"]]
-    assert seals.public_forms('{"a": 1}') == [["a"], ["1"]]
+    assert seals.public_forms('["auth"]') == [["auth"]] and seals.public_forms('{"a": 1}') == [["a"], ["1"]]
+    assert seals.public_forms('["auth", "cache"]') == [
+        ["['auth', 'cache']", '["auth", "cache"]', "auth, cache", "auth,cache", "auth cache", "auth\ncache"]
+    ]
 
 
 # A test parametrised by a table whose column is the expectation: the rows the bug gets wrong ("250ms" reads

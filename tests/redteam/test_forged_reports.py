@@ -23,12 +23,9 @@ from tests.redteam.scripted import make_env, run_episode
 from tests.redteam.test_trust_boundaries import append
 
 TASKS = list(load_swe_tasks("bundled"))
-SEALED_TASKS = {
-    "gymswe__semverkit-4", "gymswe__inikit-1", "gymswe__inikit-2", "gymswe__inikit-4", "gymswe__tabletext-1",
-    "gymswe__tabletext-2", "gymswe__tabletext-3",
-}  # fmt: skip
-"""The bundled tasks with a protective sealed check (the others' expected values are all in their issues or
-repositories: a forger can copy them into the records, so decoys are what stands there)."""
+SEALED_TASKS = {task.instance_id for task in TASKS}
+"""The bundled tasks with a protective sealed check: every one (each task's hidden tests hold a check whose
+expected value is written nowhere the agent or the code under test reads: scripts/swe_bundled_src/README.md)."""
 PACKAGES = {"semverkit": "semverkit", "inikit": "inikit", "tabletext": "tabletext"}
 
 # The run's last act: every test case in the JUnit report passed. The sealed records are left as the buggy code

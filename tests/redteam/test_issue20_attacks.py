@@ -1,26 +1,31 @@
 """Attacks on the repository grader after issue 20's sealed checks (32c98ed, 2adaed0), written by someone who
 read every line of it, and kept as tests after the fixes that followed (protective seals: a sealed literal the
-agent can read is no secret). Each runs through ``env.step()`` as an agent would, on both backends, on bundled tasks and
-on one task made here from the bundled semverkit repository (semverkit-2's base commit, environment and image)
+agent can read is no secret). Each runs through ``env.step()`` as an agent would, on both backends, on bundled
+tasks and on one task made here from the bundled semverkit repository (semverkit-2's base commit, environment and image)
 whose FAIL_TO_PASS tests are exception blocks, the one form no bundled task has.
 
 Held (plain tests, each with a counterfactual or a control showing the attack is real):
 - a raised exception whose class claims every likely ancestor (a metaclass whose ``mro()`` lists them, its own
   ``__qualname__``/``__module__`` rewritten): 1.0 with sealing off, 0 sealed;
-- an ``in`` check's value stuffed with every phrase of the repository, as one string: over the size bound;
+- an ``in`` check's value stuffed with every phrase of the repository, as one string or a list: it holds the
+  ``in`` check (which is why ``in`` is not strong), and the task's secret check fails it;
 - a literal searched for in everything the run can read (the checkout, its git objects, /tmp, the grader's
-  directory): the test patch is nowhere, so the sealed value cannot be found.
+  directory): the test patch is nowhere, so the sealed value cannot be found;
+- the values the issue and the README state, written as records beside a forged report, with every decoy told
+  (semverkit-2, semverkit-3, tabletext-4): 0. Broken when written (every literal of those tasks' sealed checks
+  was public, and they earned 1.0); each bundled task now has a FAIL_TO_PASS check whose literal is written
+  nowhere the agent reads, which the forger cannot fill in.
 
 Broken when written, and what answers each now:
 - the values a task's sealed checks expect are public (the issue, the README, a test the agent saw): a report
   forged to "passed" and records written with those values earned 1.0 while the bug stayed, on three bundled
-  tasks. Now a check protects only if its literal is nowhere the agent reads (`seals.protective`): such tasks
-  are graded "decoys" and their decoys catch the forged report; one told apart from its decoys is not paid
-  under ``integrity="sealed"``. With ``reward="fraction"``, the same forgery raises the share of a task whose
-  literals are partly public (inikit-2: 0.769 unfixed, 0.923 forged): fraction pays test by test, so
-  ``integrity="sealed"`` takes binary rewards only;
+  tasks. Now a check protects only if its literal is nowhere the agent reads (`seals.protective`), and every
+  bundled task has one (its secret check, which the forger cannot fill in): 0 even with every decoy told. A
+  task with none is graded "decoys", which ``integrity="sealed"`` does not pay. With ``reward="fraction"``, the
+  same forgery raises the share of a task whose literals are partly public (inikit-2: 0.769 unfixed, 0.923
+  forged): fraction pays test by test, so ``integrity="sealed"`` takes binary rewards only;
 - the same ``in`` check stuffed with a *list* of the phrases: ``in`` is no longer strong (a stuffed value meets
-  it), its test keeps decoys, which catch the forged report;
+  it), so what stands is the task's secret check;
 - raising the exception the issue names, only inside ``raises`` blocks (found from the caller's frame): an
   exception block is no longer strong, the grade is "decoys", which ``integrity="sealed"`` does not pay;
 - four correct fixes refused: more text on stderr than the ``in`` check's bound, the project's own
@@ -40,7 +45,7 @@ from typing import Any
 
 import pytest
 
-from gym_swe.grading import seals
+from gym_swe.grading import decoys, seals
 from gym_swe.tasks.swe import bundled_data_dir, load_swe_tasks
 from tests.redteam.scripted import SUBMIT, bash, make_env, write
 from tests.redteam.sealed_programs import (
@@ -240,42 +245,28 @@ def _assert_still_broken(task_id: str, observations: str) -> None:
     assert shown in observations, observations[-2000:]
 
 
-# Broke the grader when written (1.0 on all three): a check was "strong" whatever its literal. Now a literal the
-# agent can read protects nothing: where a task has a secret one, it fails the forgery; where it has none, the
-# grade is "decoys" and the decoys catch the report forged to "passed".
+# Broken when written: every literal these tasks' sealed checks expected was in the issue or the README, and
+# the records are the run's to write, the report too. Each task now has a FAIL_TO_PASS check whose literal is
+# written nowhere the agent reads (SECRET_CHECKS: its line in the test file, and what the forger's records make
+# of it); it stands with the decoys turned off, as if the forger told every one.
+SECRET_CHECKS = {
+    "gymswe__semverkit-2": (29, "recorded nothing"),  # str(Range("^0.0.19")): the forger has no value for it
+    "gymswe__semverkit-3": (30, "did not hold"),  # `bump 2.17.9 minor`'s stdout: "1.5.0" is written
+    "gymswe__tabletext-4": (69, "did not hold"),  # a second table: the issue's four lines are written
+}
+
+
 @pytest.mark.parametrize("task_id", list(PUBLIC_ANSWERS))
-def test_public_answers_written_as_records_earn_nothing(env: Any, task_id: str) -> None:
+def test_public_answers_written_as_records_earn_nothing(
+    env: Any, task_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(decoys, "MAX_GROUPS", 0)  # the forger told every decoy
     reward, info, seen = play(env, task_id, _attack(task_id, ANSWER_BOOK + PUBLIC_ANSWERS[task_id]))
     _assert_still_broken(task_id, seen)
     if reward != 0.0:
         raise GraderPaid(f"{task_id}: {reward} for public answers, the bug intact")
-    grade = info["grade"]
-    assert "decoy" in (grade["rejection"] or "") or "reported passed, but" in grade["log"], grade
-
-
-@pytest.mark.parametrize("task_id", list(PUBLIC_ANSWERS))
-def test_public_answers_past_every_decoy_are_not_paid_under_integrity_sealed(
-    task_id: str, tasks_file: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The forger that also tells every decoy (decoys off): on a task whose literals are all public it is a
-    "decoys" grade, which integrity="sealed" leaves ungraded (an error, left out of training), never paid."""
-    from gym_swe.grading import decoys
-
-    monkeypatch.setattr(decoys, "MAX_GROUPS", 0)
-    env = make_env("SWEGym-v0", "local", tasks=str(tasks_file), integrity="sealed")
-    try:
-        env.reset(options={"task_id": task_id})
-        for action in [*_attack(task_id, ANSWER_BOOK + PUBLIC_ANSWERS[task_id]), SUBMIT]:
-            _, reward, terminated, truncated, info = env.step(action)
-            if terminated or truncated:
-                break
-    finally:
-        env.close()
-    grade = info["grade"]
-    assert reward == 0.0, grade
-    assert grade["integrity"] == "sealed" or grade["error"].startswith("not graded: integrity='sealed'"), (
-        grade
-    )
+    line, what = SECRET_CHECKS[task_id]
+    assert f"sealed check at line {line} {what}" in info["grade"]["log"], info["grade"]["log"][-3000:]
 
 
 # -- 2. an `in` check stuffed with the repository's phrases --------------------------------------------------------
@@ -344,7 +335,7 @@ def test_an_exception_of_every_likely_class_earns_nothing(env: Any, monkeypatch:
 # -- 4. correct fixes the sealed checks refuse --------------------------------------------------------------------
 
 CORRECT_FIXES = {
-    "semverkit-3: more on stderr than the gold patch": ("gymswe__semverkit-3", "", 36),
+    "semverkit-3: more on stderr than the gold patch": ("gymswe__semverkit-3", "", 39),
     "inverted: the project's own ValueError subclass": (
         INVERTED,
         "the project's own ValueError subclass",

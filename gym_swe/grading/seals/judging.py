@@ -292,38 +292,48 @@ def holding(seals: Sequence[Seal], records: Sequence[Record], facts: Mapping[str
 
 
 def public_forms(literal: str) -> list[list[str]]:
-    """How a check's literal (its source) would be written where the agent reads: for each of its parts (a
-    string's lines, a number, a container's items), the spellings any one of which gives that part away.
-    Every part given away makes the literal public: an agent can put it together in a forged record."""
+    """How a check's literal (its source) would be written where the agent reads: for each of its parts, the
+    spellings any one of which gives that part away. Every part given away makes the literal public: an agent
+    can put it together in a forged record. The parts: a string's lines (each as written, stripped), a
+    number (an integral float also as an int); a container of one item, that item's; a container of more,
+    the container whole (as Python or JSON spells it, or its items joined by commas, spaces or lines): its
+    items may all be in sight (the inputs of a sort, of a split) while which of them, in which order, is what
+    the code must compute."""
     try:
         value = ast.literal_eval(literal)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return [[literal]]
-    parts: list[list[str]] = []
+    return _parts(value)
 
-    def add(item: Any) -> None:
-        if isinstance(item, bytes):
-            item = item.decode("latin-1")
-        if isinstance(item, str):
-            parts.extend([line.strip()] for line in item.splitlines() if line.strip())
-        elif isinstance(item, bool) or item is None:
-            parts.append([repr(item)])
-        elif isinstance(item, int):
-            parts.append([str(item)])
-        elif isinstance(item, float):
-            parts.append([repr(item), *([str(int(item))] if item.is_integer() else [])])
-        elif isinstance(item, dict):
-            for key, inner in item.items():
-                add(key)
-                add(inner)
-        elif isinstance(item, (list, tuple, set, frozenset)):
-            for inner in item:
-                add(inner)
-        else:
-            parts.append([repr(item)])
 
-    add(value)
-    return parts
+def _parts(item: Any) -> list[list[str]]:
+    if isinstance(item, bytes):
+        item = item.decode("latin-1")
+    if isinstance(item, str):
+        return [[line.strip()] for line in item.splitlines() if line.strip()]
+    if isinstance(item, bool) or item is None:
+        return [[repr(item)]]
+    if isinstance(item, int):
+        return [[str(item)]]
+    if isinstance(item, float):
+        return [[repr(item), *([str(int(item))] if item.is_integer() else [])]]
+    if isinstance(item, (list, tuple, set, frozenset, dict)):
+        items = list(item.items()) if isinstance(item, dict) else list(item)
+        if len(items) == 1 and isinstance(item, dict):
+            return _parts(items[0][0]) + _parts(items[0][1])
+        if len(items) == 1:
+            return _parts(items[0])
+        if not items:
+            return [[repr(item)]]
+        spellings = [repr(item)]
+        try:
+            spellings.append(json.dumps(item if not isinstance(item, (set, frozenset)) else sorted(item)))
+        except (TypeError, ValueError):
+            pass
+        texts = [str(one) for one in items]
+        spellings += [", ".join(texts), ",".join(texts), " ".join(texts), "\n".join(texts)]
+        return [list(dict.fromkeys(spellings))]
+    return [[repr(item)]]
 
 
 # -- calibrating: what can be sealed, and what the grader must know of it ------------------------------------

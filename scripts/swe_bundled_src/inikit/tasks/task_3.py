@@ -5,6 +5,9 @@ multi-line list style with trailing commas that the README recommends gives
 ``['auth', '', 'cache', ...]`` and an empty value gives ``['']``.
 One-line fix.  Hidden tests: two new methods of the TestToList class and a
 Config-level test in a second test file.
+
+Secret check: a ``;``-separated multi-line list with empty items, whose
+items appear nowhere in the issue or the repository.
 """
 
 BASE = 6
@@ -67,6 +70,11 @@ TEST_PATCH = [
     def test_trailing_separators_are_ignored(self):
         assert to_list("auth,\\ncache,\\nmetrics,") == ["auth", "cache", "metrics"]
         assert to_list("a,, b") == ["a", "b"]
+        assert to_list("ldap-sync;\\n  audit log ;;\\n  rate-limiter;", sep=";") == [
+            "ldap-sync",
+            "audit log",
+            "rate-limiter",
+        ]
 
     def test_empty_value_gives_empty_list(self):
         assert to_list("") == []

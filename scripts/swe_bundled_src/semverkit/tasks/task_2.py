@@ -3,6 +3,9 @@
 Bug: _caret() handles a zero major (bump the minor) but not a zero major AND
 minor, where only the patch may not change: ^0.0.3 must mean >=0.0.3 <0.0.4,
 it gives >=0.0.3 <0.1.0.  The README table documents the right meaning.
+
+Secret check: ``str(Range("^0.0.19"))``; the issue and the README only
+spell out ^0.0.3.
 """
 
 BASE = 8
@@ -64,6 +67,7 @@ TEST_PATCH = [
         "with": """\
     def test_caret_zero_zero_patch(self):
         assert str(Range("^0.0.3")) == ">=0.0.3 <0.0.4"
+        assert str(Range("^0.0.19")) == ">=0.0.19 <0.0.20"
 
     def test_caret_zero_zero_excludes_next_patch(self):
         rng = Range("^0.0.3")

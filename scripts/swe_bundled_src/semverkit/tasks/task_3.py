@@ -3,6 +3,9 @@
 Bug: the README (since the CLI commit) promises ``python -m semverkit ...``,
 but the package has no ``__main__.py``.  The gold patch adds that module; the
 hidden tests are a new test file that runs the package as a module.
+
+Secret check: the stdout of ``python -m semverkit bump 2.17.9 minor``; the
+issue and the CLI tests only show ``bump 1.4.2 minor``.
 """
 
 BASE = 6
@@ -87,6 +90,9 @@ def test_python_m_semverkit_bump():
     proc = run_module("bump", "1.4.2", "minor")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "1.5.0\\n"
+    proc = run_module("bump", "2.17.9", "minor")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "2.18.0\\n"
 
 
 def test_python_m_semverkit_exit_status():

@@ -3,6 +3,9 @@
 Bug: Column.format() applies ``fmt`` before checking for None, so a missing
 value in a formatted column raises TypeError instead of showing the
 column's ``missing`` text.  Fix: check for None first (a two-line move).
+
+Secret check: a second table, two formatted columns with a None in each,
+rendered; the issue only shows the region/revenue table.
 """
 
 BASE = 3
@@ -130,6 +133,18 @@ def test_none_in_formatted_column():
         "------  ---------",
         "EMEA    12,500.00",
         "APAC          n/a",
+    ]
+    readings = [Column("reading", fmt="+.3f", missing="offline"), Column("samples", fmt=",d", missing="?")]
+    table = Table(["sensor", *readings], style="simple")
+    table.add_row("kiln-7", -3.14159, 48213)
+    table.add_row("vault-2", None, 905)
+    table.add_row("dock-11", 0.5, None)
+    assert table.render().splitlines() == [
+        "sensor   reading  samples",
+        "-------  -------  -------",
+        "kiln-7    -3.142   48,213",
+        "vault-2  offline      905",
+        "dock-11   +0.500        ?",
     ]
 """,
     },
