@@ -4,22 +4,23 @@
 PYTHON ?= python3
 VENV ?= .venv
 VLLM_VENV ?= .venv-vllm
+SERVE_VENV ?= .venv-serve
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install --quiet
 
-.PHONY: demo test lint docs bench system system-docker image clean
+.PHONY: demo test lint docs bench system system-docker image serve-env clean
 
 demo: system $(VENV)/.train
 	$(PY) examples/demo.py
 	$(PY) examples/train_demo.py
 
-test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
+test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed image
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/mypy
 	$(MAKE) --no-print-directory docs
-	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 \
-	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(PY) -m pytest
+	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_SERVE=1 \
+	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python $(PY) -m pytest
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
@@ -33,12 +34,13 @@ lint: $(VENV)/.test
 docs: $(VENV)/.test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
-bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
+bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed image
 	$(PY) bench/sandbox_exec.py
 	$(PY) bench/env_step.py
 	$(PY) bench/swe_reset.py
 	$(PY) bench/rollout.py --vllm-python $(VLLM_VENV)/bin/python
 	$(PY) bench/redteam_report.py
+	$(PY) bench/serve.py --serve-python $(SERVE_VENV)/bin/python
 
 system:
 	scripts/setup_system.sh
@@ -67,7 +69,7 @@ $(VENV)/.train: pyproject.toml | $(VENV)/bin/python
 
 $(VENV)/.test: pyproject.toml | $(VENV)/bin/python
 	$(PIP) torch==2.13.0
-	$(PIP) -e ".[dev,docs,docker,datasets,train,ray,proxy,mini-swe-agent]"
+	$(PIP) -e ".[dev,docs,docker,datasets,train,ray,proxy,mini-swe-agent,serve-client]"
 	touch $@ $(VENV)/.core $(VENV)/.train
 
 # vLLM (CPU build) in an environment of its own: it pins its own torch and transformers. torchvision,
@@ -84,5 +86,15 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	$(VLLM_VENV)/bin/python -m pip install --quiet -c $(VLLM_VENV)/torch.txt "accelerate>=0.34" "peft>=0.10" matplotlib pyyaml
 	touch $@
 
+# gym-swe serve (OpenEnv's server library) in an environment of its own: OpenEnv pins mcp<2, and the
+# mini-swe-agent extra's litellm needs mcp 2. The tests start servers from it (GYM_SWE_SERVE_PYTHON).
+serve-env: $(SERVE_VENV)/.installed
+
+$(SERVE_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(SERVE_VENV)
+	$(SERVE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SERVE_VENV)/bin/python -m pip install --quiet -e ".[serve,docker]"
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) $(SERVE_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info
