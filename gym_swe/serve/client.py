@@ -20,6 +20,7 @@ the next `reset` connects again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
 
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """Largest answer the client reads (an observation with its grade, or a listing of many tasks)."""
+
+
+SESSION_ENDING_CODES = ("CAPACITY_REACHED", "FACTORY_ERROR", "SESSION_ERROR")
+"""Error codes after which an OpenEnv server closes the WebSocket (the session never was, or is no more)."""
 
 
 class ServerGone(GymSweError):
@@ -74,6 +79,7 @@ class ServedEnv:
         self.token = token
         self.connect_timeout_s, self.call_timeout_s = connect_timeout_s, call_timeout_s
         self._socket: Any = None
+        self._stack: contextlib.ExitStack | None = None
         self._messages: list[dict[str, Any]] = []
         self._done = True
         from gym_swe.serve.wire import StateFields
@@ -136,14 +142,14 @@ class ServedEnv:
 
     def close(self) -> None:
         """End the session (the server closes its env and sandbox). Closing twice does no harm."""
-        socket, self._socket = self._socket, None
+        socket = self._socket
         self._done = True
         if socket is not None:
             try:
                 socket.send(json.dumps({"type": "close"}))
             except Exception:
                 pass  # a server that is gone has closed the session already
-            socket.close()
+        self._drop()
 
     def __enter__(self) -> ServedEnv:
         return self
@@ -152,7 +158,7 @@ class ServedEnv:
         self.close()
 
     def __repr__(self) -> str:
-        return f"ServedEnv({self.url!r}, env_id={self.env_id!r})"
+        return f"ServedEnv({self.url!r}, env_id={getattr(self, 'env_id', None)!r})"
 
     # -- what the server serves ----------------------------------------------------------------------------
     def task_ids(self) -> list[str]:
@@ -184,15 +190,18 @@ class ServedEnv:
 
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
         ws_url = "ws" + self.url.removeprefix("http") + "/ws"
+        stack = contextlib.ExitStack()
         try:
             # No compression: the messages are small text, and deflate costs more than it saves on a LAN.
-            self._socket = self._connect_ws(
-                ws_url,
-                additional_headers=headers,
-                open_timeout=self.connect_timeout_s,
-                max_size=MAX_MESSAGE_BYTES,
-                compression=None,
-                proxy=None,
+            self._socket = stack.enter_context(
+                self._connect_ws(
+                    ws_url,
+                    additional_headers=headers,
+                    open_timeout=self.connect_timeout_s,
+                    max_size=MAX_MESSAGE_BYTES,
+                    compression=None,
+                    proxy=None,
+                )
             )
         except InvalidStatus as error:
             status = error.response.status_code
@@ -200,7 +209,17 @@ class ServedEnv:
             raise ServerRefused(f"the env server at {self.url} refused the session: {why}") from None
         except (OSError, TimeoutError) as error:
             raise ServerGone(f"the env server at {self.url} could not be reached: {error}") from None
+        self._stack = stack
         return self._socket
+
+    def _drop(self) -> None:
+        """Forget the connection (closing it, if it is not closed already): the next call opens another."""
+        stack, self._stack, self._socket = self._stack, None, None
+        if stack is not None:
+            try:
+                stack.close()
+            except Exception:
+                pass
 
     def _call(self, message: dict[str, Any], episode: bool = False) -> dict[str, Any]:
         """Send one message and read its answer's data; a refusal raises, a lost connection raises
@@ -209,22 +228,24 @@ class ServedEnv:
 
         socket = self._connect()
         try:
-            socket.send(json.dumps(message))
+            try:
+                socket.send(json.dumps(message))
+            except ConnectionClosed:
+                pass  # a refused session is an error frame, then a close: the frame is still to be read
             raw = socket.recv(timeout=self.call_timeout_s)
         except (ConnectionClosed, OSError, TimeoutError) as error:
-            self._socket = None
+            self._drop()
             if episode:
                 self._done = True
-            try:
-                socket.close()
-            except Exception:
-                pass
             raise ServerGone(f"the env server at {self.url} is gone: {_why(error)}") from None
         answer = json.loads(raw)
         if answer.get("type") == "error":
-            raise _refusal(answer.get("data") or {}, self.url)
-        data: dict[str, Any] = answer.get("data") or {}
-        return data
+            data = answer.get("data") or {}
+            if data.get("code") in SESSION_ENDING_CODES:
+                self._drop()
+            raise _refusal(data, self.url)
+        result: dict[str, Any] = answer.get("data") or {}
+        return result
 
     def _observation(self, data: dict[str, Any]) -> ObservationFields:
         from gym_swe.serve.wire import ObservationFields

@@ -277,6 +277,16 @@ class ServedEnvironment(MCPEnvironment):  # type: ignore[misc]
         )
 
 
+TEXT_RESULT = {
+    "type": "object",
+    "properties": {"result": {"type": "string", "description": "What the model reads."}},
+    "required": ["result"],
+    "x-fastmcp-wrap-result": True,
+}
+"""A tool's result: the text the model would read, also as structured content (which MCP clients, OpenEnv's
+``MCPToolClient`` among them, unwrap into the call's value)."""
+
+
 class EnvTool(Tool):  # type: ignore[misc]
     """One of the env's tools as an MCP tool: its own name, description and parameter schema (the env's,
     exactly), run as one turn of its session's episode."""
@@ -290,12 +300,14 @@ class EnvTool(Tool):  # type: ignore[misc]
             name=function["name"],
             description=function.get("description", ""),
             parameters=function.get("parameters") or {"type": "object", "properties": {}},
+            output_schema=TEXT_RESULT,
         )
         tool._session = session
         return tool
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        return ToolResult(content=await self._session.call_tool(self.name, dict(arguments or {})))
+        text = await self._session.call_tool(self.name, dict(arguments or {}))
+        return ToolResult(content=text, structured_content={"result": text})
 
 
 def _jsonable(value: dict[str, Any]) -> dict[str, Any]:
