@@ -53,7 +53,12 @@ class RawSession:
         )
 
     def ask(self, message: dict | str) -> dict:
-        self.socket.send(message if isinstance(message, str) else json.dumps(message))
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            self.socket.send(message if isinstance(message, str) else json.dumps(message))
+        except ConnectionClosed:
+            pass  # a refused session is an error frame then a close: the frame is still there to read
         return json.loads(self.socket.recv(timeout=120))
 
     def reset(self, **data: object) -> dict:
