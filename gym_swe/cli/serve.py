@@ -19,9 +19,7 @@ from typing import Any
 
 from gym_swe.cli.options import ENV_HELP, command
 from gym_swe.errors import ConfigError, MissingDependencyError, missing_dependency, unknown_name
-from gym_swe.serve.guard import check_binding
-
-TOKEN_VARIABLE = "GYM_SWE_SERVE_TOKEN"
+from gym_swe.serve.guard import TOKEN_VARIABLE, check_binding
 
 
 def add_to(commands: Any) -> None:

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
 from gymnasium.envs.registration import EnvSpec
 
 from gym_swe.errors import ConfigError, GymSweError, TaskError, missing_dependency
+from gym_swe.serve.guard import TOKEN_VARIABLE
 
 if TYPE_CHECKING:
     from gym_swe.serve.wire import ObservationFields
@@ -56,7 +58,8 @@ class ServedEnv:
 
     Args:
         url: the server, ``http://host:port`` (or ``ws://``; a path after the port is kept).
-        token: the server's bearer token (``gym-swe serve --token-file``), sent on every connection.
+        token: the server's bearer token (``gym-swe serve --token-file``), sent on every connection; None:
+            the ``GYM_SWE_SERVE_TOKEN`` environment variable's, if it is set.
         connect_timeout_s: how long to wait for the server to answer a connection.
         call_timeout_s: how long one reset or step may take (None: as long as the server works on it; the
             connection's keepalive pings still find a server that is gone).
@@ -76,7 +79,7 @@ class ServedEnv:
             raise missing_dependency("websockets", "serve-client", feature="ServedEnv") from None
         self._connect_ws = connect
         self.url = _http_root(url)
-        self.token = token
+        self.token = token if token is not None else (os.environ.get(TOKEN_VARIABLE) or None)
         self.connect_timeout_s, self.call_timeout_s = connect_timeout_s, call_timeout_s
         self._socket: Any = None
         self._stack: contextlib.ExitStack | None = None

@@ -12,6 +12,8 @@ from typing import Any
 
 from gym_swe.errors import ConfigError
 
+TOKEN_VARIABLE = "GYM_SWE_SERVE_TOKEN"
+"""Where the server (with no --token-file) and the client (with no token=) read the bearer token from."""
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 """Largest request body and WebSocket message a server reads (an action's text is at most 4 M characters)."""
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
