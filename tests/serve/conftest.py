@@ -15,13 +15,16 @@ from tests.serve.server import EnvServer
 
 TASK = "GymSwe/1"
 MAX_TURNS = 6
+MAX_SESSIONS = 8
 
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[EnvServer]:
-    """CodeDebug-v0 with the local sandbox, 6 turns an episode, up to 4 sessions at once."""
+    """CodeDebug-v0 with the local sandbox, 6 turns an episode, up to 8 sessions at once."""
     require_bwrap()
-    with EnvServer("CodeDebug-v0", [f"max_turns={MAX_TURNS}"], ["--max-sessions", "4"]) as running:
+    with EnvServer(
+        "CodeDebug-v0", [f"max_turns={MAX_TURNS}"], ["--max-sessions", str(MAX_SESSIONS)]
+    ) as running:
         yield running
 
 

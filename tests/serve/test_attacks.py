@@ -14,7 +14,7 @@ import pytest
 
 from gym_swe.serve.client import ServedEnv
 from gym_swe.tasks.functions import load_function_tasks
-from tests.serve.conftest import TASK, RawSession, honest_fix, tool_call
+from tests.serve.conftest import MAX_SESSIONS, TASK, RawSession, honest_fix, tool_call
 from tests.serve.server import EnvServer
 
 BIG = 16 * 1024 * 1024  # the server's cap on a request body or a WebSocket message
@@ -194,7 +194,7 @@ def test_a_flood_of_sessions_past_the_cap_is_refused_and_the_server_goes_on(serv
     sessions: list[RawSession] = []
     refused = 0
     try:
-        for _ in range(8):  # twice the cap
+        for _ in range(2 * MAX_SESSIONS):
             session = RawSession(server.url)
             answer = session.ask({"type": "state"})
             if answer["type"] == "error":
@@ -203,7 +203,7 @@ def test_a_flood_of_sessions_past_the_cap_is_refused_and_the_server_goes_on(serv
                 session.stack.close()
             else:
                 sessions.append(session)
-        assert len(sessions) <= 4 and refused >= 4
+        assert len(sessions) <= MAX_SESSIONS and refused >= MAX_SESSIONS
     finally:
         for session in sessions:
             session.close()
