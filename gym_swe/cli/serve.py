@@ -116,18 +116,21 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--idle-timeout must be > 0 seconds, got {args.idle_timeout}")
     token = read_token(args.token_file)
     check_binding(args.host, token)
+    from gym_swe.serve.catalog import Catalog
+
+    # The env first (a wrong kwarg fails here, in a second), OpenEnv after (its import takes seconds).
+    catalog = Catalog(args.env, kwargs, max_sessions=args.max_sessions)
     try:
         import openenv.core.env_server  # noqa: F401
     except ImportError:
+        catalog.close()
         error = missing_dependency("openenv", "serve", feature="gym-swe serve")
         raise MissingDependencyError(
             f"{error} (in an environment of its own: OpenEnv pins mcp<2, which the mini-swe-agent extra's "
             "litellm cannot import; `make serve-env` makes one at .venv-serve)"
         ) from None
     from gym_swe.serve.app import serve
-    from gym_swe.serve.catalog import Catalog
 
-    catalog = Catalog(args.env, kwargs, max_sessions=args.max_sessions)
     where = f"http://{args.host}:{args.port}"
     print(
         f"serving {args.env} ({len(catalog.task_ids)} tasks, up to {args.max_sessions} sessions) at {where} "

@@ -237,11 +237,14 @@ def test_at_capacity_a_session_is_refused_at_once_idle_ones_are_reaped_and_the_t
         second.close()
 
 
-def test_a_stopped_server_closes_every_session_and_its_sandbox() -> None:
+def test_a_production_server_serves_sessions_and_closes_every_sandbox_when_stopped() -> None:
+    """OpenEnv's production mode: no stateless /reset, /step, /state; sessions as ever."""
     require_bwrap()
     from gym_swe.serve.client import ServedEnv
 
-    with EnvServer("CodeDebug-v0", flags=["--max-sessions", "2"]) as stopping:
+    with EnvServer("CodeDebug-v0", flags=["--max-sessions", "2", "--mode", "production"]) as stopping:
+        assert httpx.post(f"{stopping.url}/reset", json={}).status_code == 404
+        assert httpx.get(f"{stopping.url}/state").status_code == 404
         envs = [ServedEnv(stopping.url) for _ in range(2)]
         for env in envs:
             env.reset(options={"task_id": TASK})

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from gym_swe.rollout.tiny import make_tiny_bpe_model
 from tests.rollout.conftest import MODELS
-from tests.serve.server import EnvServer
 from tests.trainers.runs import refused
 
 
-def test_knobs_the_server_decides_are_refused_with_env_url(server: EnvServer) -> None:
-    model = str(make_tiny_bpe_model(MODELS))
-    said = refused("--env_url", server.url, "--model", model, "--max_turns", "3")
+def test_knobs_the_server_decides_are_refused_with_env_url() -> None:
+    """Refused before anything loads or connects: no server is needed to be told."""
+    model, url = str(make_tiny_bpe_model(MODELS)), "http://127.0.0.1:9"
+    said = refused("--env_url", url, "--model", model, "--max_turns", "3")
     assert "with --env_url the server's env and kwargs are the run's" in said
-    said = refused("--env_url", server.url, "--model", model, "--ray_address", "auto")
+    said = refused("--env_url", url, "--model", model, "--ray_address", "auto")
     assert "--env_url plays served envs: it does not take --ray_address" in said
     said = refused("--env_url", "localhost:8000", "--model", model)
     assert "--env_url is the server's address, http://host:port" in said
