@@ -69,16 +69,27 @@ def base_facts(base: str) -> dict[str, Any]:
 
 
 def requirements() -> list[str]:
-    """The requirements of gym_swe's core and of ``EXTRAS``, as this install declares them."""
-    wanted: list[str] = []
-    for requirement in metadata.requires("gym-swe") or []:
-        name, _, marker = requirement.partition(";")
-        extra = marker.split("extra ==")[-1].strip().strip("'\"") if "extra ==" in marker else None
-        if name.strip().startswith("gym-swe"):
-            continue  # an extra naming others: those are read in their own right
-        if extra is None or extra in EXTRAS:
-            wanted.append(name.strip())
-    return sorted(set(wanted))
+    """The requirements of gym_swe's core and of ``EXTRAS``, as the checkout's pyproject.toml declares them
+    (the image's gym_swe is built from it; an install's metadata may be older), else as the install does."""
+    declared = _declared_requirements()
+    if declared is None:  # no TOML reader (Python 3.10): the installed metadata
+        declared = []
+        for requirement in metadata.requires("gym-swe") or []:
+            name, _, marker = requirement.partition(";")
+            extra = marker.split("extra ==")[-1].strip().strip("'\"") if "extra ==" in marker else None
+            if extra is None or extra in EXTRAS:
+                declared.append(name.strip())
+    return sorted({r for r in declared if not r.replace(" ", "").startswith("gym-swe")})
+
+
+def _declared_requirements() -> list[str] | None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        project = tomllib.loads((source_root() / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+        extras = project["optional-dependencies"]
+        return [*project["dependencies"], *(requirement for extra in EXTRAS for requirement in extras[extra])]
+    return None
 
 
 def source_root() -> Path:
