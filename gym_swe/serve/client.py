@@ -244,6 +244,12 @@ class ServedEnv:
         answer = json.loads(raw)
         if answer.get("type") == "error":
             data = answer.get("data") or {}
+            said = str(data.get("message", ""))
+            if said.startswith("SessionClosed"):  # reaped while idle: the session and its episode are gone
+                self._drop()
+                if episode:
+                    self._done = True
+                raise ServerGone(f"the env server at {self.url} closed this session: {said}")
             if data.get("code") in SESSION_ENDING_CODES:
                 self._drop()
             raise _refusal(data, self.url)

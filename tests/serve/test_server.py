@@ -193,7 +193,7 @@ def test_at_capacity_a_session_is_refused_at_once_idle_ones_are_reaped_and_the_t
     token_file.write_text(TOKEN + "\n")
     from websockets.exceptions import InvalidStatus
 
-    from gym_swe.serve.client import ServedEnv, ServerRefused
+    from gym_swe.serve.client import ServedEnv, ServerGone, ServerRefused
 
     flags = ["--max-sessions", "1", "--idle-timeout", "1", "--token-file", str(token_file)]
     with EnvServer("CodeDebug-v0", [f"max_turns={MAX_TURNS}"], flags) as guarded:
@@ -228,13 +228,12 @@ def test_at_capacity_a_session_is_refused_at_once_idle_ones_are_reaped_and_the_t
         while guarded.leftovers() and time.monotonic() < deadline:
             time.sleep(0.5)
         assert guarded.leftovers() == []
-        with pytest.raises(ServerRefused, match="SessionClosed"):
+        with pytest.raises(ServerGone, match="closed this session: SessionClosed"):
             first.step(tool_call("bash", command="ls"))
+        assert first.done  # the episode is lost; the next reset opens a new session in the freed slot
+        first.reset(options={"task_id": TASK})
+        assert first.step(tool_call("bash", command="ls"))[0] == "solution.py\ntest_solution.py"
         first.close()
-        second = ServedEnv(guarded.url, token=TOKEN)
-        second.reset(options={"task_id": TASK})
-        assert second.step(tool_call("bash", command="ls"))[0] == "solution.py\ntest_solution.py"
-        second.close()
 
 
 def test_a_production_server_serves_sessions_and_closes_every_sandbox_when_stopped() -> None:
