@@ -55,9 +55,10 @@ def make_app(
     app.title = f"gym_swe {catalog.env_id} (OpenEnv)"
 
     async def refused(request: Request, error: Exception) -> JSONResponse:
-        status = error.status if isinstance(error, Refused) else 400
-        return JSONResponse({"detail": str(error) if isinstance(error, Refused) else
-                             f"{type(error).__name__}: {error}"}, status_code=status)  # fmt: skip
+        """A refusal that is the client's doing, with its status (a Refused's own; 400 a wrong argument)."""
+        if isinstance(error, Refused):
+            return JSONResponse({"detail": str(error)}, status_code=error.status)
+        return JSONResponse({"detail": f"{type(error).__name__}: {error}"}, status_code=400)
 
     for kind in (Refused, ConfigError, TaskError):
         app.add_exception_handler(kind, refused)

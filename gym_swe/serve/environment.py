@@ -12,6 +12,7 @@ then only in the observation of the call that ended it and in the session's stat
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import uuid
@@ -149,8 +150,6 @@ class ServedEnvironment(MCPEnvironment):  # type: ignore[misc]
     async def step_async(
         self, action: Action, timeout_s: float | None = None, **kwargs: Any
     ) -> SweObservation:
-        import asyncio
-
         loop = asyncio.get_running_loop()
         observation: SweObservation = await loop.run_in_executor(self._thread(), self._step_impl, action)
         return observation
@@ -204,8 +203,6 @@ class ServedEnvironment(MCPEnvironment):  # type: ignore[misc]
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
         """Run one tool call as one turn of the session's episode (in the session's thread); what the model
         would read. No episode running, or a closed session: an MCP tool error."""
-        import asyncio
-
         encoded = json.dumps(arguments, ensure_ascii=False)
         call = {"id": "call0", "type": "function", "function": {"name": name, "arguments": encoded}}
         action = SweAction(message=AssistantMessage(role="assistant", content="", tool_calls=[call]))
