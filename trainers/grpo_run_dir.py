@@ -43,7 +43,8 @@ def run_directory(args: Args) -> tuple[Path, Path | None]:
     resume_from = latest_checkpoint(Path(args.resume)) if args.resume else None
     if resume_from is not None:
         return resume_from.parents[1], resume_from
-    name = args.run_name or f"{args.env.split(':')[-1]}-{time.strftime('%Y%m%d-%H%M%S')}"
+    env = "served" if args.env_url else args.env.split(":")[-1]
+    name = args.run_name or f"{env}-{time.strftime('%Y%m%d-%H%M%S')}"
     run_dir = Path(args.output_dir) / name
     if not args.overwrite and holds_a_run(run_dir):
         raise ConfigError(

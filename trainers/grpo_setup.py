@@ -1,6 +1,7 @@
-"""What ``trainers/grpo.py`` sets up around the algorithm: the policy, the envs (in this process or in Ray
-actors) and the tasks they play, the generator and its weight sync, the collector that plays the episodes
-(gym_swe's own or a harness's) and the held-out evaluation, and closing all of it however the run ends.
+"""What ``trainers/grpo.py`` sets up around the algorithm: the policy, the envs (in this process, in Ray
+actors, or served by ``gym-swe serve``) and the tasks they play, the generator and its weight sync, the
+collector that plays the episodes (gym_swe's own or a harness's) and the held-out evaluation, and closing all
+of it however the run ends.
 """
 
 from __future__ import annotations
@@ -115,7 +116,22 @@ class EnvFacts:
     max_turns: int | None  # the turns an episode may take (None: the env sets no limit we can read)
 
 
+def make_served_env(args: Args) -> Any:
+    """A session of the env served at --env_url (`gym_swe.serve.client.ServedEnv`)."""
+    from gym_swe.serve.client import ServedEnv
+
+    return ServedEnv(args.env_url)
+
+
 def read_env(args: Args) -> EnvFacts:
+    if args.env_url:  # the server says what it serves
+        served = make_served_env(args)
+        try:
+            train_ids, eval_ids = split_tasks(args, served.task_ids())
+            print(f"envs: {served.env_id} served at {args.env_url}")
+            return EnvFacts(train_ids, eval_ids, served.max_turns)
+        finally:
+            served.close()
     probe = make_env(args)
     try:
         train_ids, eval_ids = split_tasks(args, [task.task_id for task in probe.unwrapped.tasks])
@@ -159,7 +175,8 @@ def make_envs(args: Args, accelerator: Any, eval_ids: list[str]) -> tuple[Any, A
     local_evals = len(eval_ids[accelerator.process_index :: accelerator.num_processes])
     if args.ray_address:  # eval has envs of its own there too: with --async, collection overlaps it
         return tuple(make_ray_pool(args, size) if size else [] for size in (episodes, local_evals))
-    return [make_env(args) for _ in range(episodes)], [make_env(args) for _ in range(local_evals)]
+    make = make_served_env if args.env_url else make_env
+    return [make(args) for _ in range(episodes)], [make(args) for _ in range(local_evals)]
 
 
 def close_envs(args: Args, envs: Any, eval_envs: Any) -> None:

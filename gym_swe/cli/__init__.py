@@ -6,7 +6,9 @@
                                                    gold fix -> resolved, no fix -> not, for every task
     gym-swe prepare --tasks SRC [--task-id ID]     checkouts and environments for local SWE sandboxes
     gym-swe eval --env ENV --generator hf|vllm|vllm-server|openai-chat --model M [-n 4] [--out PATH]
-                 [--harness mini-swe-agent|pi|opencode]
+                 [--harness mini-swe-agent|pi|opencode|codex|claude-code|gemini-cli]
+    gym-swe serve ENV [KEY=VALUE ...] [--host H] [--port P] [--max-sessions N] [--token-file F]
+                                                   the env as an OpenEnv server (sessions, MCP tools)
     gym-swe view trajectories.jsonl [-o PAGE.html] [--outcome resolved|unresolved|failed] [--min-reward R]
     gym-swe images build [--method auto|debootstrap|python] [--name NAME] [--force] [--tasks SRC]
                          [--harness mini-swe-agent|pi|opencode]
@@ -32,7 +34,7 @@ from collections.abc import Callable, Sequence
 from gym_swe.cli.options import Parser
 from gym_swe.errors import GymSweError
 
-COMMANDS = ("envs", "play", "validate", "prepare", "eval", "view", "images", "harnesses", "sandbox")
+COMMANDS = ("envs", "play", "validate", "prepare", "eval", "serve", "view", "images", "harnesses", "sandbox")
 """The subcommands, in the order ``gym-swe --help`` lists them; each is the module ``gym_swe.cli.<name>``."""
 
 

@@ -1,5 +1,5 @@
-"""`gym-swe images build`: the docker sandbox's base image, and with ``--tasks`` or ``--harness`` the images
-built on it (SWE tasks' environments, an agent harness)."""
+"""`gym-swe images build`: the docker sandbox's base image, and with ``--tasks``, ``--harness`` or ``--serve``
+the images built on it (SWE tasks' environments, an agent harness, gym-swe serve as an OpenEnv server)."""
 
 from __future__ import annotations
 
@@ -40,11 +40,26 @@ def add_to(commands: Any) -> None:
         "this host, installed offline; an npm harness: its installed folder and Node copied in), for "
         "running its CLI inside a docker sandbox",
     )
+    build.add_argument(
+        "--serve",
+        action="store_true",
+        help="also build gym-swe-serve:latest, gym-swe serve as an OpenEnv environment in a container "
+        "(wheels and bubblewrap downloaded on this host, installed offline)",
+    )
+    build.add_argument(
+        "--serve-dir",
+        help="with --serve: also write the image's OpenEnv package (openenv.yaml, server/, wheels) here, "
+        "for openenv build and openenv push",
+    )
     build.set_defaults(run=run_build)
 
 
 def run_build(args: argparse.Namespace) -> int:
+    from gym_swe.errors import ConfigError
     from gym_swe.sandbox.images import build_base_image
+
+    if args.serve_dir and not args.serve:
+        raise ConfigError("--serve-dir needs --serve")
 
     build_base_image(name=args.name, method=args.method, mirror=args.mirror, force=args.force)
     if args.tasks:
@@ -64,4 +79,8 @@ def run_build(args: argparse.Namespace) -> int:
         from gym_swe.integrations.harnesses.registry import harness_named
 
         build_npm_harness_image(harness_named(args.harness), base=args.name, force=args.force)
+    if args.serve:
+        from gym_swe.integrations.openenv_image import build_serve_image
+
+        build_serve_image(base=args.name, force=args.force, keep=args.serve_dir)
     return 0

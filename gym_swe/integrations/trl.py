@@ -3,10 +3,14 @@
 **environment_factory** (`environment_class`, `trl_spec`): TRL drives the conversation. It renders the
 prompt with the env's tools (the public methods of the class), parses the model's tool calls with its own
 parser and calls the methods one rollout after the other. Each method is one step of a gym_swe env, so the
-sandbox, the limits and the grading are gym_swe's; ``get_reward`` is the grade's reward.
+sandbox, the limits and the grading are gym_swe's; ``get_reward`` is the grade's reward. The env is made in
+this process, or is a session of one served by ``gym-swe serve`` on another machine (``env_url=``);
+`EnvironmentFactory` is the same as an object that pickles, for ``AsyncGRPOTrainer``'s spawned rollout worker.
 
     spec = trl_spec("CodeDebug-v0")
     trainer = GRPOTrainer(model=..., args=GRPOConfig(...), **spec.trainer_kwargs())
+    trainer = GRPOTrainer(model=..., args=..., train_dataset=..., environment_factory=environment_class(
+        env_url="http://envs:8000"))
 
 **rollout_func** (`GymSweRollout`): gym_swe drives it. Its collector plays the episodes of a batch in
 parallel, parses tool calls in every format gym_swe knows, keeps the exact sampled ids and their
@@ -34,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
-from gym_swe.errors import ConfigError, GymSweError, missing_dependency
+from gym_swe.errors import ConfigError, GymSweError, missing_dependency, unknown_name
+from gym_swe.rollout.episode_env import EpisodeEnv, as_episode_env
 
 if TYPE_CHECKING:
     from gym_swe.rollout.generators.base import Generator
@@ -105,31 +110,41 @@ class GymSweEnvironment:
     subclass (TRL turns every public method into a tool, so ``step``, ``render`` and ``close`` would leak).
 
     Use `environment_class` for the class of one env: its public methods are then exactly the env's tools.
-    TRL pools instances and never closes them, so each ``reset`` ends the previous episode's sandbox, and a
-    finalizer closes the env when the instance goes; `gym-swe sandbox prune` removes what a killed process
-    left (by the sandboxes' labels and owner pids).
+    The env is made in this process, or is a session of one served by ``gym-swe serve`` (``env_url``): the
+    methods play it through the episode-env contract either way. TRL pools instances and never closes them, so
+    each ``reset`` ends the previous episode's sandbox, and a finalizer closes the env when the instance goes;
+    `gym-swe sandbox prune` removes what a killed process left (by the sandboxes' labels and owner pids).
     """
 
     env_id: str = ""
+    env_url: str = ""
+    """A served env's address (then the server's kwargs are the env's); empty: the env is made here."""
     make_kwargs: dict[str, Any] = {}  # noqa: RUF012  (set per subclass by environment_class)
 
     def __init__(self) -> None:
         if not self.env_id:
             raise ConfigError("use gym_swe.integrations.trl.environment_class(env_id) to get a class per env")
-        max_turns = self.make_kwargs.get("max_turns")
-        steps = {"max_episode_steps": max_turns} if max_turns else {}
-        self._env = gymnasium.make(self.env_id, **steps, **self.make_kwargs)
+        self._env: EpisodeEnv
+        if self.env_url:
+            from gym_swe.serve.client import ServedEnv
+
+            self._env = ServedEnv(self.env_url)
+        else:
+            max_turns = self.make_kwargs.get("max_turns")
+            steps = {"max_episode_steps": max_turns} if max_turns else {}
+            self._env = as_episode_env(gymnasium.make(self.env_id, **steps, **self.make_kwargs))
         self._finalizer = weakref.finalize(self, self._env.close)
         self._info: dict[str, Any] = {}
         self._done = True
         self._started = False
+        self._turns = 0
 
     def reset(self, task_id: str | None = None, **row: Any) -> str:
         """Start ``task_id``'s episode (a random task without one); returns the task's prompt, which TRL
         appends to the row's last user message (empty in `trl_dataset` rows). Other row fields are ignored."""
         options = {"task_id": task_id} if task_id is not None else None
         _, info = self._env.reset(options=options)
-        self._info, self._done, self._started = info, False, True
+        self._info, self._done, self._started, self._turns = info, False, True, 0
         prompt: str = info["messages"][-1]["content"]
         return prompt
 
@@ -138,18 +153,19 @@ class GymSweEnvironment:
         if not self._started:
             raise GymSweError("get_reward() before reset(): no episode to grade")
         if not self._done:
-            from gym_swe.envs.unwrapped import tool_env
-
-            self._info = tool_env(self._env).truncate("no_tool_call")
+            self._info = self._env.truncate("no_tool_call")
             self._done = True
         return float(self._info["reward_grade"])
 
     @property
     def turns(self) -> int:
         """Turns the current (or last) episode has played."""
-        from gym_swe.envs.unwrapped import tool_env
+        return self._turns
 
-        return len(tool_env(self._env).history)
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The chat of the current (or last) episode, as the env keeps it (its tool results included)."""
+        return self._env.messages
 
     @property
     def grade(self) -> dict[str, Any] | None:
@@ -167,22 +183,39 @@ class GymSweEnvironment:
         observation, _, terminated, truncated, info = self._env.step(
             {"role": "assistant", "content": "", "tool_calls": [call]}
         )
+        self._turns += 1
         if terminated or truncated:
             self._info, self._done = info, True
         text: str = observation
         return text
 
 
-def environment_class(env_id: str = "CodeDebug-v0", **make_kwargs: Any) -> type[GymSweEnvironment]:
+def environment_class(
+    env_id: str = "CodeDebug-v0", env_url: str | None = None, **make_kwargs: Any
+) -> type[GymSweEnvironment]:
     """A `GymSweEnvironment` class for ``env_id`` made with ``make_kwargs`` (``tasks=``, ``sandbox=``,
-    ``max_turns=``, ``tools=``...): pass it as ``environment_factory``. Its tools are the env's."""
-    from gym_swe.envs.unwrapped import tool_env
+    ``max_turns=``, ``tools=``...): pass it as ``environment_factory``. Its tools are the env's.
 
-    probe = gymnasium.make(env_id, **make_kwargs)
-    try:
-        schemas = tool_env(probe).toolbox.schemas()
-    finally:
-        probe.close()
+    ``env_url``: the env served at that address by ``gym-swe serve`` instead (each instance a session of its
+    own): the server's env and kwargs are the env's, so ``env_id`` is read from it and no kwargs are taken."""
+    if env_url:
+        from gym_swe.serve.client import ServedEnv
+
+        if make_kwargs:
+            raise ConfigError(
+                f"environment_class(env_url=...): the server's kwargs are the env's; {sorted(make_kwargs)} "
+                "would do nothing (give them to gym-swe serve)"
+            )
+        with ServedEnv(env_url) as served:
+            env_id, schemas = served.env_id, served.tools
+    else:
+        from gym_swe.envs.unwrapped import tool_env
+
+        probe = gymnasium.make(env_id, **make_kwargs)
+        try:
+            schemas = tool_env(probe).toolbox.schemas()
+        finally:
+            probe.close()
     names = [schema["function"]["name"] for schema in schemas]
     unknown = [name for name in names if name not in TOOL_METHODS]
     if unknown:
@@ -190,9 +223,34 @@ def environment_class(env_id: str = "CodeDebug-v0", **make_kwargs: Any) -> type[
             f"environment_class: no TRL method for tool(s) {unknown}; the tools it has: {list(TOOL_METHODS)}"
         )
     namespace: dict[str, Any] = {schema["function"]["name"]: _tool_method(schema) for schema in schemas}
-    namespace.update(env_id=env_id, make_kwargs=dict(make_kwargs), __doc__=GymSweEnvironment.__doc__)
+    namespace.update(env_id=env_id, env_url=env_url or "", make_kwargs=dict(make_kwargs),
+                     __doc__=GymSweEnvironment.__doc__)  # fmt: skip
     name = "".join(part[:1].upper() + part[1:] for part in env_id.replace("-", "_").split("_"))
     return type(f"{name}Environment", (GymSweEnvironment,), namespace)
+
+
+_CLASSES: dict[str, type[GymSweEnvironment]] = {}
+
+
+@dataclass(frozen=True)
+class EnvironmentFactory:
+    """``environment_factory`` as an object that pickles: TRL's ``AsyncGRPOTrainer`` runs its rollouts in a
+    spawned process and sends it the factory pickled, which a class `environment_class` makes on the fly
+    cannot be. The factory makes that class in the process it is called in, once, and returns an instance.
+
+        factory = EnvironmentFactory(env_url="http://envs:8000")   # a served env; or env_id=..., make_kwargs=
+        trainer = AsyncGRPOTrainer(model, args=..., environment_factory=factory)
+    """
+
+    env_id: str = "CodeDebug-v0"
+    env_url: str | None = None
+    make_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __call__(self) -> GymSweEnvironment:
+        key = json.dumps([self.env_id, self.env_url, self.make_kwargs], sort_keys=True, default=repr)
+        if key not in _CLASSES:
+            _CLASSES[key] = environment_class(self.env_id, self.env_url, **self.make_kwargs)
+        return _CLASSES[key]()
 
 
 def trl_tools(env_id: str = "CodeDebug-v0", **make_kwargs: Any) -> list[Callable[..., str]]:
@@ -208,13 +266,15 @@ def trl_dataset(
     task_ids: Sequence[str] | None = None,
     repeat: int = 1,
     full_prompt: bool = False,
+    env_url: str | None = None,
     **make_kwargs: Any,
 ) -> Any:
     """A ``datasets.Dataset`` of the env's tasks for ``train_dataset``: columns ``prompt`` and ``task_id``.
 
     ``full_prompt=False`` (for environment_factory): ``prompt`` is the system message and an empty user
     message, which TRL fills with what ``reset`` returns. ``True`` (for rollout_func): the env's whole
-    opening chat. ``repeat``: each task that many times (epochs within the dataset).
+    opening chat. ``repeat``: each task that many times (epochs within the dataset). ``env_url``: the tasks
+    of the env served there (its task API), instead of one made here with ``make_kwargs``.
     """
     try:
         from datasets import Dataset
@@ -222,21 +282,42 @@ def trl_dataset(
         raise missing_dependency("datasets", "datasets") from None
     if not isinstance(repeat, int) or repeat < 1:
         raise ConfigError(f"repeat must be an int >= 1, got {repeat!r}")
+    prompts = _served_prompts(env_url, make_kwargs) if env_url else _local_prompts(env_id, make_kwargs)
+    ids = list(task_ids) if task_ids is not None else list(prompts)
+    unknown = [task_id for task_id in ids if task_id not in prompts]
+    if unknown:
+        raise ConfigError(unknown_name("task id", unknown[0], prompts))
+    rows: dict[str, list[Any]] = {"prompt": [], "task_id": []}
+    for task_id in ids:
+        prompt = [dict(message) for message in prompts[task_id]]
+        if not full_prompt:
+            prompt[-1]["content"] = ""
+        rows["prompt"].append(prompt)
+        rows["task_id"].append(task_id)
+    return Dataset.from_dict({key: values * repeat for key, values in rows.items()})
+
+
+def _local_prompts(env_id: str, make_kwargs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each task's opening chat, from an env made here (no sandbox is made)."""
     from gym_swe.envs.unwrapped import tool_env
 
     env = tool_env(gymnasium.make(env_id, **make_kwargs))
     try:
-        ids = list(task_ids) if task_ids is not None else [task.task_id for task in env.tasks]
-        rows: dict[str, list[Any]] = {"prompt": [], "task_id": []}
-        for task_id in ids:
-            prompt = env.opening_messages(task_id)
-            if not full_prompt:
-                prompt[-1]["content"] = ""
-            rows["prompt"].append(prompt)
-            rows["task_id"].append(task_id)
+        return {task.task_id: env.opening_messages(task.task_id) for task in env.tasks}
     finally:
         env.close()
-    return Dataset.from_dict({key: values * repeat for key, values in rows.items()})
+
+
+def _served_prompts(env_url: str, make_kwargs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each task's opening chat, from the task API of the env served at ``env_url``."""
+    from gym_swe.serve.client import ServedEnv
+
+    if make_kwargs:
+        raise ConfigError(
+            f"with env_url the server's kwargs are the env's; {sorted(make_kwargs)} would do nothing"
+        )
+    with ServedEnv(env_url) as served:
+        return {str(task["id"]): list(task["prompt"]) for task in served.tasks()}
 
 
 @dataclass
