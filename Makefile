@@ -67,7 +67,7 @@ $(VENV)/.train: pyproject.toml | $(VENV)/bin/python
 
 $(VENV)/.test: pyproject.toml | $(VENV)/bin/python
 	$(PIP) torch==2.13.0
-	$(PIP) -e ".[dev,docs,docker,datasets,train,ray,proxy,mini-swe-agent]"
+	$(PIP) -e ".[dev,docs,docker,datasets,train,ray,proxy,mini-swe-agent,atropos,skyrl]"
 	touch $@ $(VENV)/.core $(VENV)/.train
 
 # vLLM (CPU build) in an environment of its own: it pins its own torch and transformers. torchvision,
