@@ -67,21 +67,12 @@ class GymSweEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib ships 
     max_turns: int = Field(default=10, ge=1, description="Turns per episode.")
     max_tokens_per_turn: int = Field(default=1024, ge=1, description="Tokens sampled per turn.")
     temperature: float = Field(default=1.0, ge=0.0, description="Sampling temperature.")
-    task_ids: list[str] | None = Field(default=None, description="Training tasks (default: every task).")
-    eval_task_ids: list[str] | None = Field(
-        default=None, description="Tasks `evaluate` plays (default: all)."
+    # Comma-separated: atropos's command line passes one value per flag.
+    task_ids: str = Field(default="", description="Training tasks, comma-separated (default: every task).")
+    eval_task_ids: str = Field(
+        default="", description="Tasks `evaluate` plays, comma-separated (default: all)."
     )
     seed: int = Field(default=0, description="Seed of the order training tasks are visited in.")
-
-    @field_validator("task_ids", "eval_task_ids", mode="before")
-    @classmethod
-    def _split_ids(cls, ids: Any) -> Any:
-        """atropos's command line passes one value per flag: ``--env.task_ids GymSwe/0,GymSwe/1``."""
-        if isinstance(ids, str):
-            ids = [ids]
-        if isinstance(ids, list):
-            return [part.strip() for item in ids for part in str(item).split(",") if part.strip()] or None
-        return ids
 
     @field_validator("env_id")
     @classmethod
@@ -168,7 +159,10 @@ class GymSweAtroposEnv(BaseEnv):  # type: ignore[misc]  # atroposlib ships no ty
 
     @classmethod
     def config_init(cls) -> tuple[GymSweEnvConfig, list[Any]]:
-        return GymSweEnvConfig(), [APIServerConfig(base_url="http://127.0.0.1:8000/v1", server_type="openai")]
+        # A local vLLM server takes any key; the OpenAI client refuses none.
+        server = APIServerConfig(base_url="http://127.0.0.1:8000/v1", server_type="openai", api_key="EMPTY")
+        # The name the env registers with the trajectory API under (atropos's serve sends None without it).
+        return GymSweEnvConfig(wandb_name=cls.name), [server]
 
     def __init__(
         self, config: GymSweEnvConfig, server_configs: Any, slurm: bool = False, testing: bool = False
@@ -207,14 +201,14 @@ class GymSweAtroposEnv(BaseEnv):  # type: ignore[misc]  # atroposlib ships no ty
         started = asyncio.get_running_loop().time()
         trajectories = await self._play(self.eval_task_ids, 1, self.eval_generator, temperature=0.0)
         scored = [t for t in trajectories if not t.failed]
-        resolved = [resolved_of(t) for t in scored]
+        resolved = [t.resolved for t in scored]
         metrics = {
             "eval/pass@1": sum(resolved) / len(scored) if scored else 0.0,
             "eval/mean_reward": sum(t.reward for t in scored) / len(scored) if scored else 0.0,
             "eval/failed": float(len(trajectories) - len(scored)),
         }
         samples = [
-            {"task_id": t.task_id, "reward": t.reward, "resolved": resolved_of(t), "end_reason": t.end_reason,
+            {"task_id": t.task_id, "reward": t.reward, "resolved": t.resolved, "end_reason": t.end_reason,
              "error": t.error, "messages": atropos_messages(t)}
             for t in trajectories
         ]  # fmt: skip
@@ -321,21 +315,19 @@ def scored_group(trajectories: Sequence[Trajectory]) -> dict[str, Any] | None:
         grade = trajectory.grade or {}
         group["overrides"].append(
             {"task_id": trajectory.task_id, "end_reason": trajectory.end_reason,
-             "resolved": resolved_of(trajectory), "tests_passed": grade.get("passed"),
+             "resolved": trajectory.resolved, "tests_passed": grade.get("passed"),
              "tests": grade.get("total")}
         )  # fmt: skip
     return group
 
 
-def _checked(field: str, chosen: list[str] | None, known: list[str]) -> list[str]:
-    for task_id in chosen or ():
+def _checked(field: str, ids: str, known: list[str]) -> list[str]:
+    """The task ids of a comma-separated flag (all of ``known`` when it is empty), each checked."""
+    chosen = [part.strip() for part in ids.split(",") if part.strip()]
+    for task_id in chosen:
         if task_id not in known:
             raise ConfigError(f"--env.{field}: " + unknown_name("task", task_id, known))
     return list(chosen) if chosen else list(known)
-
-
-def resolved_of(trajectory: Trajectory) -> bool:
-    return bool(trajectory.grade and trajectory.grade.get("resolved"))
 
 
 def atropos_messages(trajectory: Trajectory) -> list[dict[str, Any]]:
@@ -361,10 +353,19 @@ def _root_cause(error: BaseException) -> str:
 def main() -> None:
     """atropos's CLI (``serve``, ``process``, ``evaluate``) for `GymSweAtroposEnv`; a bad gym_swe setting is
     one line and exit 2."""
+    from pydantic import ValidationError
+
     try:
         GymSweAtroposEnv.cli()
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    except (
+        ValidationError
+    ) as error:  # a --env.* value the config refuses (its checks run on the merged config)
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        print(f"error: --env.{where}: {first['msg']}", file=sys.stderr)
         sys.exit(2)
 
 
