@@ -4,6 +4,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 VLLM_VENV ?= .venv-vllm
+VERIFIERS_VENV ?= .venv-verifiers
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install --quiet
 
@@ -13,13 +14,14 @@ demo: system $(VENV)/.train
 	$(PY) examples/demo.py
 	$(PY) examples/train_demo.py
 
-test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
+test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(VERIFIERS_VENV)/.installed image
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
 	$(VENV)/bin/mypy
 	$(MAKE) --no-print-directory docs
-	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 \
-	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python $(PY) -m pytest
+	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_VERIFIERS=1 \
+	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python \
+	$(PY) -m pytest
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
@@ -84,5 +86,13 @@ $(VLLM_VENV)/.installed: pyproject.toml
 	$(VLLM_VENV)/bin/python -m pip install --quiet -c $(VLLM_VENV)/torch.txt "accelerate>=0.34" "peft>=0.10" matplotlib pyyaml
 	touch $@
 
+# verifiers (gym_swe.integrations.verifiers) in an environment of its own: it pins openai<3 and mcp==2.0.0,
+# which the test environment's SDKs outgrow. No torch comes with it.
+$(VERIFIERS_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VERIFIERS_VENV)
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet -e ".[verifiers]"
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) $(VERIFIERS_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info
