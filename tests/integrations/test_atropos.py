@@ -20,6 +20,7 @@ from gym_swe.rollout.chat import ChatFormat
 from gym_swe.rollout.trajectory import Trajectory
 from tests.conftest import REPO_ROOT, require_bwrap
 from tests.rollout.vllm_server import free_port
+from tests.test_readme import command
 
 pytest.importorskip("atroposlib")
 from gym_swe.integrations.atropos import MASKED, MASKED_LOGPROB, scored_group
@@ -81,13 +82,21 @@ def tokenizer(tiny_model: Path):  # type: ignore[no-untyped-def]
     return AutoTokenizer.from_pretrained(str(tiny_model))
 
 
-def test_process_writes_scored_groups_and_atropos_html_view(
+def test_the_readme_process_command_writes_scored_groups_and_atropos_html_view(
     vllm_server, tiny_model: Path, tokenizer, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     require_bwrap()
-    out = tmp_path / "groups.jsonl"
-    result = atropos("process", "--env.group_size", "2", "--env.total_steps", "1", "--env.task_ids", TASK,
-                     "--env.data_path_to_save_groups", str(out), server=vllm_server, model=tiny_model)  # fmt: skip
+    out = tmp_path / "rollouts.jsonl"
+    readme = command("atropos")
+    assert readme[:4] == ["python", "-m", "gym_swe.integrations.atropos", "process"]
+    values = {"PATH": str(tiny_model), "http://127.0.0.1:8000/v1": vllm_server.base_url + "/v1",
+              "NAME": vllm_server.model, "rollouts.jsonl": str(out)}  # fmt: skip
+    # As written, with a smaller run: one group of two short episodes of one task.
+    flags = ["--env.group_size", "2", "--env.total_steps", "1", "--env.task_ids", TASK, "--env.max_turns", "2",
+             "--env.max_tokens_per_turn", "24", "--openai.health_check", "false"]  # fmt: skip
+    environment = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "WANDB_MODE": "disabled"}
+    result = subprocess.run([sys.executable, *(values.get(arg, arg) for arg in readme[1:]), *flags], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600, env=environment)  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     groups = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(groups) == 1

@@ -15,6 +15,7 @@ from gym_swe.tasks.functions import load_function_tasks
 from gym_swe.tasks.swe import load_swe_tasks
 from tests.conftest import require_bwrap
 from tests.redteam.scripted import SUBMIT, bash
+from tests.test_readme import run, snippet
 
 skyrl_gym = pytest.importorskip("skyrl_gym")
 from gym_swe.integrations.skyrl import GymSweTextEnv, register_envs, skyrl_dataset  # noqa: E402
@@ -138,3 +139,10 @@ def test_the_generators_max_turns_ends_the_episode_graded() -> None:
             env.step(bash("ls"))
     finally:
         env.close()
+
+
+@pytest.mark.bwrap
+def test_the_readme_example_runs_and_prints_what_it_says(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    require_bwrap()
+    code = snippet("SkyRL")
+    assert run(code, tmp_path).stdout.splitlines()[-1] == "True 0.0 submitted"

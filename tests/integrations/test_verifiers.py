@@ -18,6 +18,7 @@ from gym_swe.rollout.collector import collect
 from gym_swe.rollout.generators import make_generator
 from tests.conftest import REPO_ROOT, require_bwrap
 from tests.integrations.scripted_chat import ScriptedChatServer
+from tests.test_readme import command
 
 pytestmark = pytest.mark.bwrap
 TASKS = ["GymSwe/0", "GymSwe/1"]
@@ -38,17 +39,25 @@ def vf_eval() -> Path:
 
 
 def run_vf_eval(vf_eval: Path, base_url: str, model: str, out: Path, *flags: str) -> list[dict]:
-    """``vf-eval gym-swe-verifiers`` on TASKS; its episodes, one per task, from its traces.jsonl."""
-    command = [str(vf_eval), "gym-swe-verifiers", "--model", model, "--client.base-url", base_url,
-               "--no-push", "--no-rich", "--output-dir", str(out), "--env.taskset.task-ids", json.dumps(TASKS),
-               "--env.taskset.max-turns", "2", *flags]  # fmt: skip
+    """The README's ``vf-eval gym-swe-verifiers`` command against ``base_url`` (one rollout of each of its
+    tasks, TASKS, two turns at most); its episodes, from its traces.jsonl, in task order."""
+    readme = command("verifiers / prime-rl")
+    assert (
+        readme[:2] == ["vf-eval", "gym-swe-verifiers"]
+        and json.loads(readme[readme.index("--env.taskset.task-ids") + 1]) == TASKS
+    )
+    values = {"NAME": model, "http://127.0.0.1:8000/v1": base_url}
+    command_line = [str(vf_eval), *(values.get(arg, arg) for arg in readme[1:]), "--num-rollouts", "1",
+                    "--no-rich", "--output-dir", str(out), "--env.taskset.max-turns", "2", *flags]  # fmt: skip
     # Its own environment's bin first: verifiers runs its harness program with the `uv` it finds on PATH.
     environment = {
         **os.environ,
         "PATH": f"{vf_eval.parent}:{os.environ['PATH']}",
         "PYTHONPATH": str(REPO_ROOT),
     }
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment, cwd=out)
+    result = subprocess.run(
+        command_line, capture_output=True, text=True, timeout=600, env=environment, cwd=out
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     [traces] = list(out.glob("*/traces.jsonl"))
     episodes = [json.loads(line) for line in traces.read_text().splitlines()]
