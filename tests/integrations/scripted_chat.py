@@ -3,8 +3,8 @@
 known, so the rewards it must earn are known too.
 
 The policy: on a task it is told to fix, its first reply writes the task's known fix into the workspace and
-its next one submits; on any other task it submits at once. Replies are text with ``<tool_call>`` blocks,
-as a Hermes-format model writes them.
+its next one submits; on any other task it runs ``true`` for ``idle_turns`` replies, then submits. Replies
+are text with ``<tool_call>`` blocks, as a Hermes-format model writes them.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ import base64
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from gym_swe.tasks.functions import load_function_tasks
 
 SUBMIT = '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
+IDLE = '<tool_call>{"name": "bash", "arguments": {"command": "true"}}</tool_call>'
 
 
 def fix_turn(task_id: str) -> str:
@@ -30,13 +31,14 @@ def fix_turn(task_id: str) -> str:
 
 
 class ScriptedChatServer:
-    """``fixes``: the CodeDebug task ids the policy fixes; other tasks it submits unfixed. The task of a
-    conversation is told by its function's name in the first user message. ``requests`` counts the chat
-    completions answered."""
+    """``fixes``: the CodeDebug task ids the policy fixes; other tasks it submits unfixed, after
+    ``idle_turns`` turns that change nothing. The task of a conversation is told by its function's name in the
+    first user message. ``requests`` counts the chat completions answered."""
 
-    def __init__(self, fixes: Mapping[str, str] | list[str]) -> None:
+    def __init__(self, fixes: Sequence[str], idle_turns: int = 0) -> None:
         tasks = load_function_tasks("bundled")
         self.fixes = {tasks.get(task_id).entry_point: fix_turn(task_id) for task_id in fixes}
+        self.idle_turns = idle_turns
         self.requests = 0
         self._lock = threading.Lock()
         server = self
@@ -95,7 +97,9 @@ class ScriptedChatServer:
         opening = _text(users[0].get("content")) if users else ""
         fix = next((turn for name, turn in self.fixes.items() if f"`{name}`" in opening), None)
         replied = sum(1 for m in messages if m.get("role") == "assistant")
-        return fix if fix is not None and replied == 0 else SUBMIT
+        if fix is not None:
+            return fix if replied == 0 else SUBMIT
+        return IDLE if replied < self.idle_turns else SUBMIT
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
