@@ -15,8 +15,8 @@ demo: system $(VENV)/.train
 	$(PY) examples/train_demo.py
 
 test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(VERIFIERS_VENV)/.installed image
-	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
-	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
+	$(VENV)/bin/ruff check gym_swe gym_swe_verifiers tests bench examples trainers scripts
+	$(VENV)/bin/ruff format --check gym_swe gym_swe_verifiers tests bench examples trainers scripts
 	$(VENV)/bin/mypy
 	$(MAKE) --no-print-directory docs
 	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_VERIFIERS=1 \
@@ -24,8 +24,8 @@ test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(VERIFIERS_VENV)/.ins
 	$(PY) -m pytest
 
 lint: $(VENV)/.test
-	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
-	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
+	$(VENV)/bin/ruff check gym_swe gym_swe_verifiers tests bench examples trainers scripts
+	$(VENV)/bin/ruff format --check gym_swe gym_swe_verifiers tests bench examples trainers scripts
 	$(VENV)/bin/mypy
 	$(MAKE) --no-print-directory docs
 

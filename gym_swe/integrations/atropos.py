@@ -122,8 +122,8 @@ class AtroposServerGenerator:
     async def _complete(self, prompt: Sequence[int], params: SamplingParams, seed: int | None) -> Sample:
         ids = list(prompt)
         extra = {
-            # The ids go in the body as they are: given as ``prompt``, the OpenAI client walks the list element
-            # by element, about 20 us a token (60 ms for a 3,000-token prompt, every turn).
+            # The ids go in the body as they are: given as ``prompt``, the OpenAI client walks the list
+            # element by element, about 20 us a token (60 ms for a 3,000-token prompt, every turn).
             "prompt": ids,
             "top_k": params.top_k if params.top_k > 0 else -1,
             "stop_token_ids": sorted(set(self.stop_ids) | set(params.stop_token_ids)),
