@@ -35,12 +35,13 @@ lint: $(VENV)/.test
 docs: $(VENV)/.test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
-bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed image
+bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(VERIFIERS_VENV)/.installed image
 	$(PY) bench/sandbox_exec.py
 	$(PY) bench/env_step.py
 	$(PY) bench/swe_reset.py
 	$(PY) bench/rollout.py --vllm-python $(VLLM_VENV)/bin/python
 	$(PY) bench/redteam_report.py
+	$(PY) bench/stacks.py --vllm-python $(VLLM_VENV)/bin/python --verifiers-python $(VERIFIERS_VENV)/bin/python
 
 system:
 	scripts/setup_system.sh
