@@ -25,6 +25,7 @@ trajectory API; ``evaluate`` plays ``eval_task_ids`` (every task by default) onc
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import random
@@ -41,6 +42,7 @@ from gym_swe.registration import ENVS
 from gym_swe.rollout.collector import collect
 from gym_swe.rollout.generators.base import Sample, SamplingParams, request_seeds
 from gym_swe.rollout.generators.vllm_server import CONTEXT_ERRORS, parse_completion
+from gym_swe.rollout.stopping import Stop
 from gym_swe.rollout.trajectory import Trajectory
 from gym_swe.sandbox import BACKENDS
 
@@ -271,14 +273,33 @@ class GymSweAtroposEnv(BaseEnv):  # type: ignore[misc]  # atroposlib ships no ty
         # As many at once as a group has episodes (train), or atropos's eval workers (evaluate).
         width = config.group_size if generator.split == "train" else config.max_eval_workers
         envs = self._take_envs(max(1, min(len(task_ids) * samples, width)))
+        stop = Stop()
+        play = functools.partial(
+            collect, envs, generator, list(task_ids), samples_per_task=samples, sampling=sampling,
+            max_model_len=config.max_token_length, check_rerender=False, stop=stop,
+        )  # fmt: skip
+        running = asyncio.get_running_loop().run_in_executor(None, play)
+        # The envs go back to the pool only once the collector is done with them: atropos cancels a group's
+        # task (its worker timeout, an eval that stops training), but not the thread playing it, which the
+        # stop ends at its episodes' next turn.
+        running.add_done_callback(functools.partial(self._give_back, envs))
         try:
-            return await asyncio.to_thread(
-                collect, envs, generator, list(task_ids), samples_per_task=samples, sampling=sampling,
-                max_model_len=config.max_token_length, check_rerender=False,
-            )  # fmt: skip
-        finally:
-            with self._envs_lock:
-                self._free_envs.extend(envs)
+            return await asyncio.shield(running)
+        except asyncio.CancelledError:
+            stop.set()
+            raise
+
+    def _give_back(self, envs: list[gymnasium.Env[Any, Any]], played: asyncio.Future[Any]) -> None:
+        with self._envs_lock:
+            self._free_envs.extend(envs)
+        if not played.cancelled():
+            played.exception()  # a stopped group's `Stopped` is read here, not left for asyncio to report
+
+    @property
+    def idle_envs(self) -> int:
+        """Envs in the pool, waiting for a group (each with its sandbox, kept between groups)."""
+        with self._envs_lock:
+            return len(self._free_envs)
 
     def _take_envs(self, count: int) -> list[gymnasium.Env[Any, Any]]:
         with self._envs_lock:

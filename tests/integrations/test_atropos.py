@@ -4,6 +4,7 @@ server, and ``serve`` feeding a trainer through a real ``run-api`` on loopback."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -197,3 +198,55 @@ def test_a_group_with_a_failed_episode_is_not_sent() -> None:
     group = scored_group([done])
     assert group is not None and group["masks"] == [[MASKED, 2, 3]]
     assert group["inference_logprobs"] == [[MASKED_LOGPROB, -0.5, -0.25]]
+
+
+def test_a_cancelled_group_gives_its_envs_back_once_its_episodes_end() -> None:
+    """atropos cancels a group's task (a worker timeout, an eval that stops training) but cannot stop the
+    thread playing it: its envs must not go back to the pool while that thread still steps them."""
+    require_bwrap()
+    from transformers import AutoTokenizer
+
+    from gym_swe.integrations.atropos import GymSweAtroposEnv, GymSweEnvConfig
+    from gym_swe.rollout.chat import ChatFormat
+    from tests.rollout.conftest import TOKENIZERS
+    from tests.rollout.scripted_http import Answer, scripted_server
+
+    path = TOKENIZERS / "qwen2.5-instruct"
+    if not path.is_dir():
+        pytest.skip(f"shared tokenizers not found at {path}")
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    text = '<tool_call>{"name": "bash", "arguments": {"command": "true"}}</tool_call>'
+    ids = [*tokenizer.encode(text, add_special_tokens=False), ChatFormat(tokenizer).end_of_turn_id()]
+    choice = {"index": 0, "text": text, "finish_reason": "stop", "token_ids": ids,
+              "logprobs": {"tokens": [f"token_id:{i}" for i in ids], "token_logprobs": [-0.1] * len(ids)}}  # fmt: skip
+    completion = {"id": "c", "object": "text_completion", "created": 0, "model": "m", "choices": [choice]}
+
+    async def scenario(server) -> None:  # type: ignore[no-untyped-def]
+        from atroposlib.envs.server_handling.server_manager import APIServerConfig
+
+        config = GymSweEnvConfig(
+            tokenizer_name=str(path), group_size=2, use_wandb=False, max_turns=3, task_ids=TASK
+        )
+        servers = [
+            APIServerConfig(base_url=server.url + "/v1", model_name="m", api_key="x", health_check=False)
+        ]
+        env = GymSweAtroposEnv(config, servers)
+        await env.setup()
+        group = asyncio.create_task(env.collect_trajectories(TASK))
+        for _ in range(600):  # both episodes' first requests in flight (each answered after 2 s)
+            if server.in_flight == 2:
+                break
+            await asyncio.sleep(0.05)
+        group.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await group
+        assert env.idle_envs == 0  # the collector's thread still holds them
+        for _ in range(600):
+            if env.idle_envs == 2:
+                break
+            await asyncio.sleep(0.05)
+        assert env.idle_envs == 2 and server.requests == 2  # back, and no episode played another turn
+        env.close_envs()
+
+    with scripted_server(Answer(body=completion, delay=2.0)) as server:
+        asyncio.run(scenario(server))
