@@ -23,6 +23,8 @@ verifiers' runtime. Settings (``--env.taskset.<name>``): ``env_id``, ``tasks``, 
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -132,12 +134,27 @@ class GymSweEnvConfig(vf.EnvConfig):  # type: ignore[misc]
 
 
 class GymSweEnv(vf.Env[GymSweEnvConfig]):  # type: ignore[misc]
-    """One rollout is one gym_swe episode, stepped host-side with the agent's replies (see the module)."""
+    """One rollout is one gym_swe episode, stepped host-side with the agent's replies (see the module). The
+    gym_swe envs are kept between rollouts (a task source is loaded once, not per rollout), one per rollout
+    in flight; each ``reset`` starts a fresh sandbox."""
+
+    def __init__(self, config: GymSweEnvConfig) -> None:
+        super().__init__(config)
+        self._idle: dict[str, list[gymnasium.Env[Any, Any]]] = {}
+        self._idle_lock = threading.Lock()
+
+    async def stop(self) -> None:
+        with self._idle_lock:
+            envs = [env for idle in self._idle.values() for env in idle]
+            self._idle.clear()
+        for env in envs:
+            await asyncio.to_thread(env.close)
 
     async def run(self, task: GymSweTask, agents: Any) -> None:
         data = task.data
-        steps = {"max_episode_steps": data.make_kwargs["max_turns"]}
-        env = as_episode_env(gymnasium.make(data.env_id, **steps, **data.make_kwargs))
+        key = json.dumps([data.env_id, data.make_kwargs], sort_keys=True)
+        gym_env = await asyncio.to_thread(self._take, key, data)
+        env = as_episode_env(gym_env)
         try:
             await asyncio.to_thread(env.reset, options={"task_id": data.task_id})
             episode_return, last = 0.0, None
@@ -157,8 +174,19 @@ class GymSweEnv(vf.Env[GymSweEnvConfig]):  # type: ignore[misc]
                     episode_return += float(last.get("reward_grade", 0.0))
                 # Recorded before the exchange closes, so that verifiers' scoring and logs see it.
                 record(interaction.trace, data.task_id, episode_return, last)
-        finally:
-            await asyncio.to_thread(env.close)
+        except BaseException:
+            await asyncio.to_thread(gym_env.close)  # whatever it held (a running episode) goes with it
+            raise
+        with self._idle_lock:
+            self._idle.setdefault(key, []).append(gym_env)
+
+    def _take(self, key: str, data: GymSweData) -> gymnasium.Env[Any, Any]:
+        with self._idle_lock:
+            idle = self._idle.get(key)
+            if idle:
+                return idle.pop()
+        steps = {"max_episode_steps": data.make_kwargs["max_turns"]}
+        return gymnasium.make(data.env_id, **steps, **data.make_kwargs)
 
 
 class GymSweHarnessConfig(NullHarnessConfig):  # type: ignore[misc]
