@@ -15,8 +15,9 @@
              program per rollout: that is its architecture, not the adapter's step).
 
 Every step is a ``bash true`` tool call in the local sandbox, on CodeDebug-v0 (the vLLM turns: the tiny
-model's text). Steps alternate call by call between adapter and baseline (turns, episode by episode), so the
-machine's load falls on both alike. Target: each adapter's step within 1.1x of the bare env's.
+model's text). Steps alternate call by call between adapter and baseline, each pair opened by one and the
+other in turn (turns: episode by episode), so the machine's load falls on both alike. Target: each
+adapter's step within 1.1x of the bare env's.
 """
 
 from __future__ import annotations
@@ -58,9 +59,14 @@ def interleaved(ours: Any, base: Any, rounds: int, per_round: int) -> tuple[list
     timed(ours, 5), timed(base, 5)  # warm up
     ours_samples: list[float] = []
     base_samples: list[float] = []
-    for _ in range(rounds * per_round):  # call by call, so that the machine's load falls on both alike
-        ours_samples += timed(ours, 1)
-        base_samples += timed(base, 1)
+    # Call by call, each pair in turn opened by one and the other, so that the machine's load falls on both.
+    for index in range(rounds * per_round):
+        if index % 2:
+            base_samples += timed(base, 1)
+            ours_samples += timed(ours, 1)
+        else:
+            ours_samples += timed(ours, 1)
+            base_samples += timed(base, 1)
     return ours_samples, base_samples
 
 
@@ -164,9 +170,13 @@ def atropos_turn(url: str, model: str, tokenizer: Any, rounds: int, per_round: i
         per_turn_ms(ours_generator, 3), per_turn_ms(base_generator, 3)  # warm up
         ours: list[float] = []
         base: list[float] = []
-        for _ in range(rounds):
-            ours += per_turn_ms(ours_generator, per_round + 1)
-            base += per_turn_ms(base_generator, per_round + 1)
+        for index in range(rounds):
+            first, second = (
+                (ours_generator, base_generator) if index % 2 == 0 else (base_generator, ours_generator)
+            )
+            for generator in (first, second):
+                turns = per_turn_ms(generator, per_round + 1)
+                (ours if generator is ours_generator else base).extend(turns)
     finally:
         base_generator.close()
         loop.call_soon_threadsafe(loop.stop)
@@ -262,7 +272,7 @@ def end_to_end(vf_eval: Path, tasks: list[str], turns: int) -> tuple[float, floa
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--per-round", type=int, default=20)
     parser.add_argument("--tokenizer", type=Path, default=TOKENIZER, help="the tiny model's tokenizer")
     parser.add_argument(
