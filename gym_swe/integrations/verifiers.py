@@ -39,7 +39,7 @@ from gym_swe.sandbox import BACKENDS
 try:
     import verifiers.v1 as vf
     from pydantic import Field, field_validator
-    from verifiers.v1.harnesses.null.harness import NullHarness, NullHarnessConfig
+    from verifiers.v1.harnesses.null.harness import NullHarness
 except ImportError:
     raise missing_dependency("verifiers", "verifiers", feature="The verifiers taskset") from None
 
@@ -187,10 +187,6 @@ class GymSweEnv(vf.Env[GymSweEnvConfig]):  # type: ignore[misc]
                 return idle.pop()
         steps = {"max_episode_steps": data.make_kwargs["max_turns"]}
         return gymnasium.make(data.env_id, **steps, **data.make_kwargs)
-
-
-class GymSweHarnessConfig(NullHarnessConfig):  # type: ignore[misc]
-    pass
 
 
 class GymSweHarness(NullHarness):  # type: ignore[misc]

@@ -127,3 +127,13 @@ def test_vf_eval_of_a_tiny_model_is_graded_as_gym_swe_grades_its_samples(
         assert any(node["sampled"] for node in trace["nodes"])
         assert trace["info"]["gym_swe"]["task_id"] == task_id
         assert reward_of(episode) == replayed_return(task_id, episode)
+
+
+def test_a_wrong_env_id_is_refused_with_the_nearest_name(vf_eval: Path, tmp_path: Path) -> None:
+    command_line = [str(vf_eval), "gym-swe-verifiers", "--model", "m", "--no-push", "--dry-run",
+                    "--env.taskset.env-id", "CodeDebug-v9"]  # fmt: skip
+    result = subprocess.run(command_line, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                            env={**os.environ, "COLUMNS": "300"})  # fmt: skip
+    output = " ".join((result.stdout + result.stderr).split())
+    assert result.returncode != 0
+    assert "Unknown gym_swe env 'CodeDebug-v9'. Did you mean 'CodeDebug-v0'?" in output
