@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 VLLM_VENV ?= .venv-vllm
 SERVE_VENV ?= .venv-serve
+VERIFIERS_VENV ?= .venv-verifiers
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip install --quiet
 
@@ -17,17 +18,19 @@ demo: system $(VENV)/.train
 	$(PY) examples/demo.py
 	$(PY) examples/train_demo.py
 
-test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed image harnesses
-	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
-	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
+test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed $(VERIFIERS_VENV)/.installed image harnesses
+	$(VENV)/bin/ruff check gym_swe gym_swe_verifiers tests bench examples trainers scripts
+	$(VENV)/bin/ruff format --check gym_swe gym_swe_verifiers tests bench examples trainers scripts
 	$(VENV)/bin/mypy
 	$(MAKE) --no-print-directory docs
 	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_SERVE=1 \
-	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python $(PY) -m pytest
+	GYM_SWE_REQUIRE_VERIFIERS=1 GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python \
+	GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python \
+	$(PY) -m pytest
 
 lint: $(VENV)/.test
-	$(VENV)/bin/ruff check gym_swe tests bench examples trainers scripts
-	$(VENV)/bin/ruff format --check gym_swe tests bench examples trainers scripts
+	$(VENV)/bin/ruff check gym_swe gym_swe_verifiers tests bench examples trainers scripts
+	$(VENV)/bin/ruff format --check gym_swe gym_swe_verifiers tests bench examples trainers scripts
 	$(VENV)/bin/mypy
 	$(MAKE) --no-print-directory docs
 
@@ -37,13 +40,14 @@ lint: $(VENV)/.test
 docs: $(VENV)/.test
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
-bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed image
+bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed $(VERIFIERS_VENV)/.installed image
 	$(PY) bench/sandbox_exec.py
 	$(PY) bench/env_step.py
 	$(PY) bench/swe_reset.py
 	$(PY) bench/rollout.py --vllm-python $(VLLM_VENV)/bin/python
 	$(PY) bench/redteam_report.py
 	$(PY) bench/serve.py --serve-python $(SERVE_VENV)/bin/python
+	$(PY) bench/stacks.py --vllm-python $(VLLM_VENV)/bin/python --verifiers-python $(VERIFIERS_VENV)/bin/python
 
 system:
 	scripts/setup_system.sh
@@ -79,7 +83,7 @@ $(VENV)/.train: pyproject.toml | $(VENV)/bin/python
 
 $(VENV)/.test: pyproject.toml | $(VENV)/bin/python
 	$(PIP) torch==2.13.0
-	$(PIP) -e ".[dev,docs,docker,datasets,train,ray,proxy,mini-swe-agent,serve-client]"
+	$(PIP) -e ".[dev,docs,docker,datasets,train,ray,proxy,mini-swe-agent,serve-client,atropos,skyrl]"
 	touch $@ $(VENV)/.core $(VENV)/.train
 
 # vLLM (CPU build) in an environment of its own: it pins its own torch and transformers. torchvision,
@@ -109,5 +113,13 @@ $(SERVE_VENV)/.installed: pyproject.toml
 	$(SERVE_VENV)/bin/python -m pip install --quiet -e ".[serve,docker]"
 	touch $@
 
+# verifiers (gym_swe.integrations.verifiers) in an environment of its own: it pins openai<3 and mcp==2.0.0,
+# which the test environment's SDKs outgrow. No torch comes with it.
+$(VERIFIERS_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VERIFIERS_VENV)
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet -e ".[verifiers]"
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) $(SERVE_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) $(SERVE_VENV) $(VERIFIERS_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info

@@ -79,6 +79,40 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(scope="session")
+def tiny_model() -> Path:
+    """A random tiny Llama with the real Qwen2.5 tokenizer and chat template, or, where the shared data is
+    absent, with a small BPE tokenizer trained here (built once, kept in .tmp)."""
+    pytest.importorskip("transformers")
+    from gym_swe.rollout.tiny import make_tiny_bpe_model, make_tiny_model
+    from tests.rollout.conftest import MODELS, TOKENIZERS
+
+    if not (TOKENIZERS / "qwen2.5-instruct").is_dir():
+        return make_tiny_bpe_model(MODELS)
+    path = MODELS / "tiny-qwen2.5"
+    if not (path / "model.safetensors").exists():
+        make_tiny_model(TOKENIZERS / "qwen2.5-instruct", path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tiny_model: Path) -> Iterator:
+    """A real vLLM OpenAI-compatible server on CPU, serving the tiny model on loopback: one a session, for the
+    rollout tests and the stack adapters' (tests/integrations)."""
+    from tests.rollout.conftest import vllm_python
+    from tests.rollout.vllm_server import VLLMServer
+
+    server = VLLMServer(
+        str(tiny_model),
+        python=vllm_python(),
+        max_model_len=4096,
+        extra_args=["--dtype", "float32", "--enable-auto-tool-choice", "--tool-call-parser", "hermes"],
+        env={"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "2"},
+    )
+    yield server
+    server.close()
+
+
 def kill_jail(sandbox) -> None:  # type: ignore[no-untyped-def]
     """Kill a local sandbox's jail from outside, as a crash or an OOM killer would, and wait until it is gone
     (the kill is asynchronous: a command sent at once could still be answered)."""

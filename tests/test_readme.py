@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +15,18 @@ from tests.conftest import REPO_ROOT, require_bwrap
 MODEL_PLACEHOLDER = '"path/to/model"'
 
 
-def snippet(section: str) -> str:
-    """The first ```python block under the README heading ``## {section}``."""
+def snippet(section: str, language: str = "python") -> str:
+    """The first ```{language} block under the README heading ``## {section}``."""
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     body = readme.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
-    match = re.search(r"```python\n(.*?)```", body, re.S)
-    assert match, f"no python block under ## {section}"
+    match = re.search(rf"```{language}\n(.*?)```", body, re.S)
+    assert match, f"no {language} block under ## {section}"
     return match.group(1)
+
+
+def command(section: str) -> list[str]:
+    """The command of the first ```bash block under ``## {section}``, as argv (continued lines joined)."""
+    return shlex.split(snippet(section, "bash").replace("\\\n", " "))
 
 
 def run(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:

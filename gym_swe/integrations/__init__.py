@@ -1,1 +1,2 @@
-"""Plugs into other libraries: TRL, Ray. Each module imports its library where used, with an install hint."""
+"""Plugs into other libraries and RL stacks: TRL, Ray, atropos, verifiers, SkyRL. Each module imports its
+library where used, with an install hint."""

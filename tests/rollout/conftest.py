@@ -2,7 +2,8 @@
 
 vLLM pins its own torch and transformers, so it lives in a virtual environment of its own: `make test` makes
 it at .venv-vllm and sets GYM_SWE_VLLM_PYTHON (and GYM_SWE_REQUIRE_VLLM=1, so that in CI a missing vLLM is a
-failure, not a skip).
+failure, not a skip). The ``tiny_model`` and ``vllm_server`` fixtures are in tests/conftest.py: the stack
+adapters' tests (tests/integrations) use the same server, started once a session.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,37 +29,6 @@ def vllm_python() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return configured
-
-
-@pytest.fixture(scope="session")
-def tiny_model() -> Path:
-    """A random tiny Llama with the real Qwen2.5 tokenizer and chat template, or, where the shared data is
-    absent, with a small BPE tokenizer trained here (built once, kept in .tmp)."""
-    pytest.importorskip("transformers")
-    from gym_swe.rollout.tiny import make_tiny_bpe_model, make_tiny_model
-
-    if not (TOKENIZERS / "qwen2.5-instruct").is_dir():
-        return make_tiny_bpe_model(MODELS)
-    path = MODELS / "tiny-qwen2.5"
-    if not (path / "model.safetensors").exists():
-        make_tiny_model(TOKENIZERS / "qwen2.5-instruct", path)
-    return path
-
-
-@pytest.fixture(scope="session")
-def vllm_server(tiny_model: Path) -> Iterator:
-    """A real vLLM OpenAI-compatible server on CPU, serving the tiny model on loopback."""
-    from tests.rollout.vllm_server import VLLMServer
-
-    server = VLLMServer(
-        str(tiny_model),
-        python=vllm_python(),
-        max_model_len=4096,
-        extra_args=["--dtype", "float32", "--enable-auto-tool-choice", "--tool-call-parser", "hermes"],
-        env={"VLLM_CPU_KVCACHE_SPACE": "1", "OMP_NUM_THREADS": "2"},
-    )
-    yield server
-    server.close()
 
 
 def run_vllm_inprocess_check(model: Path, scratch: Path, mode: str = "default") -> dict:
