@@ -32,6 +32,7 @@ GROUPS = {
     "test_protocol.py": "forged executor frames (faults)",
     "test_issue21_attacks.py": "crash, launder, starve: names, pids, nesting, proxy floods (attacks)",
     "test_issue20_attacks.py": "sealed checks: public answers, stuffed values, raises keys, false rejects",
+    "test_forged_reports.py": "a report forged past every decoy, on every bundled task (attacks)",
     "test_load.py": "load: 48 episodes at once, a third hostile",
 }
 
