@@ -28,6 +28,12 @@ class ChatSample:
     token_ids: list[int] = field(default_factory=list)
     logprobs: list[float] | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    reasoning: str = ""
+    """The model's reasoning where the endpoint returns it apart from the content (``reasoning_content``,
+    as vLLM's reasoning parsers and DeepSeek send it, or ``reasoning``); "" when it returns none."""
+    prompt_tokens: int | None = None
+    """The endpoint's own count of the prompt's tokens (its ``usage``), None when it reports none."""
+    completion_tokens: int | None = None
 
 
 class OpenAIChatGenerator:
@@ -87,7 +93,8 @@ class OpenAIChatGenerator:
             detail = error_detail(response, 1000)
             return ChatSample({}, "", "error", error=f"HTTP {response.status_code}: {detail}")
         try:
-            choice = response.json()["choices"][0]
+            answer = response.json()
+            choice = answer["choices"][0]
             message = choice["message"]
             action = {
                 "role": "assistant",
@@ -95,9 +102,18 @@ class OpenAIChatGenerator:
                 "tool_calls": message.get("tool_calls") or [],
             }
             finish = "stop" if choice.get("finish_reason") in ("stop", "tool_calls") else "length"
+            reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+            usage = answer.get("usage") or {}
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
             return ChatSample({}, "", "error", error=f"unreadable answer: {type(error).__name__}: {error}")
-        return ChatSample(message=action, text=message.get("content") or "", finish_reason=finish)
+        return ChatSample(
+            message=action,
+            text=message.get("content") or "",
+            finish_reason=finish,
+            reasoning=reasoning if isinstance(reasoning, str) else "",
+            prompt_tokens=_count(usage, "prompt_tokens"),
+            completion_tokens=_count(usage, "completion_tokens"),
+        )
 
     def generate_chat(
         self,
@@ -121,3 +137,9 @@ class OpenAIChatGenerator:
 
     def close(self) -> None:
         self.http.close()
+
+
+def _count(usage: Any, key: str) -> int | None:
+    """A token count of an answer's ``usage``, None where it gives none (or not a count)."""
+    value = usage.get(key) if isinstance(usage, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
