@@ -116,9 +116,7 @@ class HostedModel:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model"),
-            "choices": [
-                {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
-            ],
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
         }
         if plan.usage:
             prompt = sum(len(str(m.get("content") or "").split()) for m in messages)

@@ -63,7 +63,10 @@ def chat_post(rollout: Any, body: dict[str, Any]) -> Any:
 
 def request(turn: int) -> dict[str, Any]:
     """A chat completions request after ``turn`` turns of the plan, each a call and its result."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": TASK},
+    ]
     for step in range(turn):
         call = {"id": f"call{step:03d}00", "type": "function",
                 "function": {"name": "bash", "arguments": json.dumps({"command": f"ls # step {step}"})}}  # fmt: skip
