@@ -15,7 +15,7 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("transformers")
 
 from gym_swe.integrations.harnesses.base import Harness
-from tests.rollout.conftest import TOKENIZERS, tiny_model  # noqa: F401  (a fixture: the trainer's and eval's model)
+from tests.rollout.conftest import TOKENIZERS
 from tests.rollout.test_proxy import tokenizer_for
 
 
