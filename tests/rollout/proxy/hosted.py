@@ -7,8 +7,9 @@ count in ``usage``.
 A plan is a list of turns written as a Hermes-format model writes them (`tests.integrations.harnesses.scripted`'s
 ``tool_turn``: a line of text with its ``(step N)`` mark, then ``<tool_call>`` JSON), so every harness's
 token-mode plan serves here too: the server parses the calls out as a real one would. A request gets the first
-turn of its plan whose mark the conversation does not hold yet (as `tests.rollout.scripted.ScriptedGenerator`
-answers). Plans are chosen by the request's ``model``, so that one server serves every test of a module.
+turn of its plan whose mark the conversation's assistant messages do not hold yet (as
+`tests.rollout.scripted.ScriptedGenerator` answers; only the assistant's, since a harness's own prompt may say
+"step 1": Gemini CLI's does for a model named ``gemini-*``). Plans are chosen by the request's ``model``, so that one server serves every test of a module.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ class HostedModel:
         if isinstance(plan, Failure):
             return plan.status, {"error": {"message": plan.message, "type": plan.code, "code": plan.code}}
         messages = body.get("messages") or []
-        seen = {int(n) for n in MARK.findall(json.dumps(messages))}
+        written = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
+        seen = {int(n) for n in MARK.findall(json.dumps(written))}
         step = next((index for index in range(len(plan.turns)) if index not in seen), len(plan.turns) - 1)
         text = plan.turns[step]
         calls = [json.loads(found) for found in CALL.findall(text)]
