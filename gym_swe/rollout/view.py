@@ -3,8 +3,9 @@
 Each episode shows its outcome, every message (the system prompt, which episodes share, once at the top),
 per model turn its token count, finish reason and timings, the hidden tests' outcomes and, where the grade
 holds it, the final diff. An episode of a hosted model (``openai-chat``, in gym_swe's tool loop or a harness's
-in black-box mode) says it has messages only, no token ids. Buttons at the top show only resolved, unresolved or failed episodes;
-`select` filters before the page is written (``gym-swe view --outcome failed --min-reward 0.5``).
+in black-box mode) says it has messages only, no token ids. Buttons at the top show only resolved,
+unresolved or failed episodes; `select` filters before the page is written (``gym-swe view --outcome failed
+--min-reward 0.5``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """The ``openai-chat`` generator: any OpenAI-compatible chat endpoint with server-side tool calls.
 
 For evaluating hosted models only: it captures no tokens or log-probabilities, so its trajectories cannot
-train. The env receives each reply as an assistant message dict with ``tool_calls``. A conversation's seed,
+train (they say so: ``has_token_ids`` is False). The env receives each reply as an assistant message dict
+with ``tool_calls``; behind the proxy (black-box mode, `gym_swe.rollout.proxy.black_box`) an agent harness
+does, in its own dialect. The reply's reasoning, where the endpoint returns it apart, and its ``usage`` are
+kept on the `ChatSample`. A conversation's seed,
 when given, goes as the request's ``seed`` (how far the endpoint honours it is the endpoint's affair).
 Requests go through the generator's pooled client, with the retry policy of
 `gym_swe.rollout.generators.http` (a 429 or a 5xx is retried with backoff, as a dropped connection is).
