@@ -119,11 +119,13 @@ class MessageRecorder:
 def endpoint_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The internal chat as an endpoint takes it: each message's fields of the internal representation only
     (role, content, an assistant's ``reasoning_content`` and ``tool_calls``, a result's ``tool_call_id``,
-    a ``name``), not what a harness's SDK added beside them (a call's ``index``, ``refusal``, provider
+    a user's ``name``), not what a harness's SDK added beside them (a call's ``index``, ``refusal``, provider
     extras), which a strict endpoint refuses."""
     kept = []
     for message in messages:
         out = {key: message[key] for key in MESSAGE_FIELDS if key in message}
+        if out.get("role") == "tool":
+            out.pop("name", None)  # Google's results carry their function's name; chat completions' do not
         if "tool_calls" in out:
             out["tool_calls"] = [
                 {"id": call.get("id"), "type": "function", "function": _function(call)}
