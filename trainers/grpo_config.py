@@ -386,6 +386,12 @@ def validate(args: Args) -> None:
         return getattr(args, name) != getattr(default, name)
 
     server = args.generator == "vllm-server"
+    if args.generator == "openai-chat":  # a known generator, but not one to train with: say why
+        raise ConfigError(
+            "--generator openai-chat returns chat messages, not token ids: nothing to train on (its "
+            "trajectories are for evaluation and SFT data: gym-swe eval --generator openai-chat, with or "
+            "without --harness); train with hf, vllm or vllm-server"
+        )
     for item in dataclasses.fields(Args):
         allowed, value = item.metadata["choices"], getattr(args, item.name)
         if allowed and value is not None and value not in allowed:  # None: left to an unknown --loss

@@ -27,6 +27,8 @@ def add_to(commands: Any) -> None:
             "gym-swe eval --env CodeDebug-v0 --generator hf --model Qwen/Qwen2.5-0.5B-Instruct --limit 8",
             "gym-swe eval --env CodeDebug-v0 --generator vllm-server --base-url http://127.0.0.1:8000 "
             "--model NAME --tokenizer PATH -n 4",
+            "gym-swe eval --env CodeDebug-v0 --harness codex --generator openai-chat --base-url URL "
+            "--model NAME --export-sft sft.jsonl",
         ],
     )
     parser.add_argument("--env", required=True, help="CodeDebug-v0 or SWEGym-v0")
@@ -67,8 +69,9 @@ def add_to(commands: Any) -> None:
     parser.add_argument("--parallel", type=int, default=defaults.parallel, help="episodes at once")
     add_harness(
         parser,
-        "play each episode with this agent harness, unmodified, through gym_swe's proxy "
-        "(default: gym_swe's own tool loop)",
+        "play each episode with this agent harness, unmodified, through gym_swe's proxy (with "
+        "--generator openai-chat: black-box mode, a hosted model, no token ids; default: gym_swe's own "
+        "tool loop)",
     )
     parser.add_argument("--out", default=defaults.out, help="where to save the trajectories")
     parser.add_argument("--export-sft", help="also write the resolved trajectories as a chat SFT dataset")

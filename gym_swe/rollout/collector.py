@@ -119,6 +119,7 @@ def collect(
             sample_index=index,
             generator=generator.name,
             env_id=env.spec.id if env.spec is not None else "",
+            has_token_ids=not chat_only,  # a chat endpoint returns messages: the trajectory carries those
         )
         with stop.running(env):
             try:

@@ -257,6 +257,11 @@ def _run(options: EvalOptions, play: Callable[..., list[Trajectory]]) -> int:
         )
         _print_failures(trajectories, file=sys.stdout)
     print(f"trajectories: {options.out} (read them with: gym-swe view {options.out})")
+    if not all(t.has_token_ids for t in trajectories):  # a hosted model (openai-chat): messages only
+        print(
+            f"  messages only: {options.generator} returns no token ids, so these are for evaluation and "
+            "SFT data (--export-sft), not for training"
+        )
     if options.export_sft:
         rows = export_sft(trajectories, options.export_sft)
         print(f"SFT dataset: {rows} resolved episode(s) -> {options.export_sft}")

@@ -72,6 +72,11 @@ class Trajectory:
     bridged: each segment is a sequence of its own for training. Empty: one segment."""
     forks: int = 0
     """How many times the harness rewrote its history (each one started a segment)."""
+    has_token_ids: bool = True
+    """False where the generator returned messages, not token ids (``openai-chat``, a hosted model: in
+    gym_swe's tool loop, or behind the proxy in black-box mode): ``token_ids``, ``loss_mask`` and
+    ``logprobs`` are empty and every turn's ``length`` is 0; ``messages`` are what it carries, for evaluation
+    and supervised fine-tuning data. Nothing to train on: the trainer takes no generator that makes these."""
 
     # -- building --------------------------------------------------------------------------------------------
     def add_prompt(self, ids: list[int]) -> None:
@@ -146,6 +151,8 @@ class Trajectory:
         known = {f.name for f in fields(cls)}
         values = {key: value for key, value in data.items() if key in known}
         values["turns"] = [Turn(**turn) for turn in values.get("turns", [])]
+        if "has_token_ids" not in values:  # written before the field: a chat generator's turns had no ids
+            values["has_token_ids"] = bool(values.get("token_ids")) or not values["turns"]
         return cls(**values)
 
 

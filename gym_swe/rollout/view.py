@@ -2,8 +2,10 @@
 
 Each episode shows its outcome, every message (the system prompt, which episodes share, once at the top),
 per model turn its token count, finish reason and timings, the hidden tests' outcomes and, where the grade
-holds it, the final diff. Buttons at the top show only resolved, unresolved or failed episodes;
-`select` filters before the page is written (``gym-swe view --outcome failed --min-reward 0.5``).
+holds it, the final diff. An episode of a hosted model (``openai-chat``, in gym_swe's tool loop or a harness's
+in black-box mode) says it has messages only, no token ids. Buttons at the top show only resolved,
+unresolved or failed episodes; `select` filters before the page is written (``gym-swe view --outcome failed
+--min-reward 0.5``).
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ def _turn_note(trajectory: Trajectory, index: int) -> str:
         return ""
     turn = trajectory.turns[index]
     parts = [f"turn {index + 1}"]
-    if trajectory.token_ids:  # chat generators (openai-chat) return text, not token ids
+    if trajectory.has_token_ids:  # a chat generator (openai-chat, a hosted model) returns messages, not ids
         parts.append(f"{turn.length} tokens")
     parts.append(f"finish: {turn.finish_reason or '?'}")
     if turn.generate_seconds or turn.env_seconds:
@@ -148,8 +150,10 @@ def _episode(trajectory: Trajectory, systems: dict[str, int]) -> str:
         trajectory.end_reason or "?",
         f"{grade.get('passed', 0)}/{grade.get('total', 0)} tests",
     ]
-    if trajectory.token_ids:
+    if trajectory.has_token_ids:
         meta.append(f"{len(trajectory.token_ids)} tokens ({trajectory.prompt_length} prompt)")
+    else:
+        meta.append(f"messages only, no token ids ({trajectory.generator or 'a chat generator'})")
     if trajectory.error:
         meta.append(f"error: {trajectory.error}")
     summary = (

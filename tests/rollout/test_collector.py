@@ -155,6 +155,7 @@ def test_a_chat_generator_is_sent_each_envs_chat_so_far() -> None:
         lambda: gymnasium.make("CodeDebug-v0"), generator, ["GymSwe/0"], sampling=SAMPLING
     )
     assert not trajectory.failed and trajectory.end_reason == "submitted"
+    assert (trajectory.has_token_ids, trajectory.token_ids) == (False, [])  # messages are what it carries
     opening, second = generator.sent
     assert [m["role"] for m in opening] == ["system", "user"] and opening == trajectory.messages[:2]
     assert second == trajectory.messages[:4] and second[3]["content"] == "hi"

@@ -62,6 +62,17 @@ def test_each_turn_shows_its_tokens_and_finish_reason() -> None:
     assert "40 tokens (20 prompt)" in page
 
 
+def test_a_hosted_models_episode_says_it_has_no_token_ids() -> None:
+    """openai-chat (gym_swe's loop, or a harness in black-box mode): messages, no ids to count."""
+    trajectory = episode("a", True)
+    trajectory.token_ids, trajectory.prompt_length, trajectory.generator = [], 0, "openai-chat"
+    trajectory.has_token_ids = False
+    trajectory.turns = [Turn(start=0, length=0, text=t.text, finish_reason="stop") for t in trajectory.turns]
+    page = render_html([trajectory])
+    assert "messages only, no token ids (openai-chat)" in page
+    assert "turn 1 · finish: stop" in page and "tokens" not in page
+
+
 def test_the_final_diff_and_the_test_groups() -> None:
     page = render_html([episode("a", True, diff=DIFF)])
     assert "final diff" in page

@@ -16,6 +16,8 @@ from gym_swe.errors import ConfigError
     ([], "--model is required"),
     (["--model", "m", "--group_size", "1"], "no baseline"),
     (["--model", "m", "--generator", "vllm-server"], "needs --base_url"),
+    (["--model", "m", "--generator", "openai-chat"], "returns chat messages, not token ids: nothing to train"),
+    (["--model", "m", "--generator", "openai-chat", "--harness", "pi"], "nothing to train on .*gym-swe eval"),
     (["--model", "m", "--base_url", "http://x"], "would do nothing"),
     (["--model", "m", "--lora_r", "8"], "need --lora"),
     (["--model", "m", "--max_resample_rounds", "5"], "needs --dynamic_sampling"),

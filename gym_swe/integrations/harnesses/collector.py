@@ -149,7 +149,8 @@ def collect_with_harness(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> list[Trajectory]:
     """`gym_swe.rollout.collector.collect`'s surface, with ``harness`` (an npm harness, or its name) playing
-    the episodes inside their sandboxes through a proxy over ``generator`` (started and stopped here).
+    the episodes inside their sandboxes through a proxy over ``generator`` (started and stopped here; a chat
+    generator, ``openai-chat``, is black-box mode: a hosted model, trajectories of messages, no token ids).
     ``on_turn`` is called after each of the model's turns (the harness steps no env until it ends: its turns
     are the proxy's completions). The harness must be installed (``gym-swe harnesses install NAME``)."""
     from gym_swe.rollout.proxy import ProxyServer

@@ -1,7 +1,10 @@
 """The ``openai-chat`` generator: any OpenAI-compatible chat endpoint with server-side tool calls.
 
 For evaluating hosted models only: it captures no tokens or log-probabilities, so its trajectories cannot
-train. The env receives each reply as an assistant message dict with ``tool_calls``. A conversation's seed,
+train (they say so: ``has_token_ids`` is False). The env receives each reply as an assistant message dict
+with ``tool_calls``; behind the proxy (black-box mode, `gym_swe.rollout.proxy.black_box`) an agent harness
+does, in its own dialect. The reply's reasoning, where the endpoint returns it apart, and its ``usage`` are
+kept on the `ChatSample`. A conversation's seed,
 when given, goes as the request's ``seed`` (how far the endpoint honours it is the endpoint's affair).
 Requests go through the generator's pooled client, with the retry policy of
 `gym_swe.rollout.generators.http` (a 429 or a 5xx is retried with backoff, as a dropped connection is).
@@ -28,6 +31,12 @@ class ChatSample:
     token_ids: list[int] = field(default_factory=list)
     logprobs: list[float] | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    reasoning: str = ""
+    """The model's reasoning where the endpoint returns it apart from the content (``reasoning_content``,
+    as vLLM's reasoning parsers and DeepSeek send it, or ``reasoning``); "" when it returns none."""
+    prompt_tokens: int | None = None
+    """The endpoint's own count of the prompt's tokens (its ``usage``), None when it reports none."""
+    completion_tokens: int | None = None
 
 
 class OpenAIChatGenerator:
@@ -87,7 +96,8 @@ class OpenAIChatGenerator:
             detail = error_detail(response, 1000)
             return ChatSample({}, "", "error", error=f"HTTP {response.status_code}: {detail}")
         try:
-            choice = response.json()["choices"][0]
+            answer = response.json()
+            choice = answer["choices"][0]
             message = choice["message"]
             action = {
                 "role": "assistant",
@@ -95,9 +105,18 @@ class OpenAIChatGenerator:
                 "tool_calls": message.get("tool_calls") or [],
             }
             finish = "stop" if choice.get("finish_reason") in ("stop", "tool_calls") else "length"
+            reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+            usage = answer.get("usage") or {}
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
             return ChatSample({}, "", "error", error=f"unreadable answer: {type(error).__name__}: {error}")
-        return ChatSample(message=action, text=message.get("content") or "", finish_reason=finish)
+        return ChatSample(
+            message=action,
+            text=message.get("content") or "",
+            finish_reason=finish,
+            reasoning=reasoning if isinstance(reasoning, str) else "",
+            prompt_tokens=_count(usage, "prompt_tokens"),
+            completion_tokens=_count(usage, "completion_tokens"),
+        )
 
     def generate_chat(
         self,
@@ -121,3 +140,9 @@ class OpenAIChatGenerator:
 
     def close(self) -> None:
         self.http.close()
+
+
+def _count(usage: Any, key: str) -> int | None:
+    """A token count of an answer's ``usage``, None where it gives none (or not a count)."""
+    value = usage.get(key) if isinstance(usage, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -9,6 +9,7 @@ One core, thin dialects:
 - `conversation`: the one internal chat representation (`ChatRequest`, `Answer`) and `RequestError`.
 - `dialects`: one module per wire dialect, translating to and from it.
 - `recorder`: token-exact recording: render, bridge, or fork a new segment.
+- `black_box`: black-box mode, over a chat generator (a hosted model): the turns as messages, no token ids.
 - `registry`: the rollouts, their secrets and budgets.
 - `batching`: concurrent requests into generator calls.
 - `connections`: the bounds on connections, as a server facing untrusted clients.

@@ -6,16 +6,20 @@ event loop and a thread per turn, not two (under load each hand-off waits for th
 those waits, more than the work, are what a busy proxy adds to a turn). An in-process backend (``hf``,
 ``vllm``) generates one batch at a time: the requests that arrive while a batch runs wait and go together
 in the next one (grouped by their sampling parameters, since ``max_tokens`` differs with the context each
-rollout has left), as the collector batches the active episodes of a round.
+rollout has left), as the collector batches the active episodes of a round. A chat generator
+(``generator.chat``, black-box mode: `gym_swe.rollout.proxy.black_box`) takes messages, not a prompt's ids:
+each request is its own ``generate_chat`` call, in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from gym_swe.rollout.generators.base import Generator, Sample, SamplingParams
+from gym_swe.rollout.generators.openai_chat import ChatSample
 
 
 class GenerationQueue:
@@ -47,6 +51,35 @@ class GenerationQueue:
             self._running = True
             self._drainer = loop.create_task(self._drain())
         return prompt, await future
+
+    async def generate_chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        params: SamplingParams,
+    ) -> ChatSample:
+        """A chat generator's reply to ``messages`` (with ``tools``), in a thread; a failure is the sample's
+        ``error``, as a token generator's is."""
+        loop = asyncio.get_running_loop()
+        sample = await loop.run_in_executor(self._threads, self._chat_call, messages, tools or [], params)
+        self.calls += 1
+        return sample
+
+    def _chat_call(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        params: SamplingParams,
+    ) -> ChatSample:
+        chat: Any = self.generator  # a chat generator: generate_chat, not the Generator protocol's generate
+        try:
+            replies = list(chat.generate_chat([messages], [tools], params))
+        except Exception as error:
+            return ChatSample({}, "", "error", error=f"{type(error).__name__}: {error}")
+        if len(replies) != 1:
+            return ChatSample({}, "", "error", error=f"the generator gave {len(replies)} replies for 1 chat")
+        reply: ChatSample = replies[0]
+        return reply
 
     def _prepare_and_call(
         self, prepare: Callable[[], tuple[list[int], SamplingParams]]

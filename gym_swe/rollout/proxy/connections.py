@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import os
 import resource
 import socket
+import stat
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -156,3 +158,34 @@ class ConnectionLimiter:
             for connection in connections
             if getattr(connection, "transport", None) is not None and not connection.transport.is_closing()
         )
+
+
+BACKLOG = 128  # connections the kernel holds until the proxy accepts them (aiohttp's default)
+
+
+def unix_listener(path: str) -> socket.socket:
+    """A non-blocking socket listening at the unix path ``path``."""
+    try:  # a socket file a previous proxy left (as asyncio's own unix servers do)
+        if stat.S_ISSOCK(os.stat(path).st_mode):
+            os.remove(path)
+    except FileNotFoundError:
+        pass
+    return _listening(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), path)
+
+
+def tcp_listener(host: str, port: int) -> socket.socket:
+    """A non-blocking socket listening on ``host``:``port`` (0: any free port)."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return _listening(listener, (host, port))
+
+
+def _listening(listener: socket.socket, address: Any) -> socket.socket:
+    try:
+        listener.bind(address)
+        listener.listen(BACKLOG)
+        listener.setblocking(False)
+    except OSError:
+        listener.close()
+        raise
+    return listener

@@ -59,6 +59,26 @@ def _same_message(sent: Mapping[str, Any], before: Mapping[str, Any]) -> bool:
     return sent == before or comparable(sent) == comparable(before)
 
 
+def tools_key_of(request: ChatRequest) -> str:
+    """The request's tools as one comparable string: a request with other tools starts a segment."""
+    return json.dumps(request.tools, sort_keys=True)
+
+
+def extends(
+    request: ChatRequest, tools_key: str, history: list[dict[str, Any]] | None, history_tools_key: str | None
+) -> bool:
+    """Does ``request`` (its tools `tools_key_of`) continue ``history`` (the last request and the proxy's
+    answer, with its tools' key): the same tools, the same messages (`_same_message`), then only tool
+    results or user messages? Anything else is a history the harness rewrote."""
+    return (
+        history is not None
+        and tools_key == history_tools_key
+        and len(request.messages) >= len(history)  # nothing new: the harness asks again after the answer
+        and all(map(_same_message, request.messages, history))
+        and all(message.get("role") != "assistant" for message in request.messages[len(history) :])
+    )
+
+
 class TokenRecorder:
     """Builds one rollout's `Trajectory` from the requests a harness sends and the samples it gets."""
 
@@ -92,16 +112,9 @@ class TokenRecorder:
         fork. A request that does not fit the context left is a `RequestError` (400,
         ``context_length_exceeded``)."""
         trajectory = self.trajectory
-        tools_key = json.dumps(request.tools, sort_keys=True)
+        tools_key = tools_key_of(request)
         previous = self._history
-        extends = (
-            previous is not None
-            and tools_key == self._tools_key
-            and len(request.messages) >= len(previous)  # nothing new: the harness asks again after the answer
-            and all(map(_same_message, request.messages, previous))
-            and all(message.get("role") != "assistant" for message in request.messages[len(previous) :])
-        )
-        if extends:
+        if extends(request, tools_key, previous, self._tools_key):
             assert self._chat is not None and self._assistant is not None
             new = request.messages[len(previous) :]  # type: ignore[arg-type]
             bridge = self._chat.bridge_ids(self._assistant, new, self._sampled)

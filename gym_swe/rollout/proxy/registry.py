@@ -13,6 +13,7 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 
+from gym_swe.rollout.proxy.black_box import MessageRecorder
 from gym_swe.rollout.proxy.conversation import Answer, RequestError
 from gym_swe.rollout.proxy.recorder import TokenRecorder
 
@@ -23,7 +24,8 @@ class RolloutState:
 
     rollout_id: str
     secret: str
-    recorder: TokenRecorder
+    recorder: TokenRecorder | MessageRecorder
+    """Token-exact (`TokenRecorder`), or messages only (black-box mode: `MessageRecorder`)."""
     max_turns: int | None
     turns: int = 0
     ended: bool = False
@@ -50,7 +52,7 @@ class RolloutRegistry:
         self._finished: dict[str, tuple[str, str]] = {}
         self._lock = threading.Lock()
 
-    def add(self, recorder: TokenRecorder, max_turns: int | None) -> RolloutState:
+    def add(self, recorder: TokenRecorder | MessageRecorder, max_turns: int | None) -> RolloutState:
         with self._lock:
             rollout_id = secrets.token_hex(8)
             while rollout_id in self._rollouts or rollout_id in self._finished:

@@ -11,7 +11,10 @@ presents one):
 A turn: the dialect (`gym_swe.rollout.proxy.dialects`) reads the request into the internal chat
 representation; the recorder renders or bridges it (`TokenRecorder`); the trainer's generator samples with
 the trainer's sampling parameters; the dialect answers in kind (``stream``: as that API's server-sent
-events). The answer's model is the trainer's model name whatever the harness asked for.
+events). The answer's model is the trainer's model name whatever the harness asked for. Over a chat generator
+(``openai-chat``, a hosted model) the proxy is in black-box mode (`gym_swe.rollout.proxy.black_box`): the
+request's chat goes to the generator as messages, its message comes back, the turns are recorded as messages
+(no token ids), and the budgets, errors, registry and bounds are the same.
 
 Errors are in the dialect's own error shape: 401 wrong or missing secret, 404 unknown or ended rollout, 413 a
 body over ``max_body_bytes``, 400 malformed JSON or a request the proxy cannot represent (naming the field),
@@ -38,9 +41,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import socket
-import stat
 import threading
 import time
 import uuid
@@ -51,11 +52,20 @@ from gym_swe.errors import ConfigError, missing_dependency
 from gym_swe.rollout.chat import ChatFormat
 from gym_swe.rollout.generators.base import Generator, SamplingParams
 from gym_swe.rollout.proxy.batching import GenerationQueue
+from gym_swe.rollout.proxy.black_box import (
+    COUNT_REFUSAL,
+    MessageRecorder,
+    chat_answer,
+    endpoint_messages,
+    is_context_overflow,
+)
 from gym_swe.rollout.proxy.connections import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_PER_ROLLOUT,
     ConnectionLimiter,
     default_max_connections,
+    tcp_listener,
+    unix_listener,
 )
 from gym_swe.rollout.proxy.conversation import Answer, ChatRequest, RequestError, make_answer
 from gym_swe.rollout.proxy.dialects import DIALECTS, Dialect, Route
@@ -70,13 +80,14 @@ except ImportError:  # pragma: no cover - the extra is part of every test instal
     raise missing_dependency("aiohttp", "proxy") from None
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024  # a long agent conversation with big tool outputs stays well below
-BACKLOG = 128  # connections the kernel holds until the proxy accepts them (aiohttp's default)
 
 
 class ProxyServer:
     """See the module docstring. ``host``/``port`` (0: any free port) or ``unix_socket`` (a path: for a
     harness in a sandbox that reaches the host through a socket bound into its jail, and nothing else).
     ``on_turn``: called after each completion the proxy answers, a harness's turn (for progress bars).
+    ``generator``: a token generator (hf, vllm, vllm-server: token-exact), or a chat generator
+    (``generator.chat``: ``openai-chat``, black-box mode; ``model_name`` defaults to its ``model``).
 
     Bounds (`gym_swe.rollout.proxy.connections`): ``max_connections`` open at once (None: a quarter of this
     process's descriptor limit, at most 4096; it must exceed the requests served at once, one per running
@@ -99,10 +110,12 @@ class ProxyServer:
         max_connections_per_rollout: int = DEFAULT_MAX_PER_ROLLOUT,
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
-        if getattr(generator, "chat", False):
+        self.black_box = bool(getattr(generator, "chat", False))
+        if self.black_box and template_kwargs:
+            name = getattr(generator, "name", "?")
             raise ConfigError(
-                f"generator {generator.name!r} returns chat messages, not token ids: the proxy records "
-                "token ids, so use hf, vllm or vllm-server"
+                f"template_kwargs would do nothing: generator {name!r} returns chat messages, and no chat "
+                "template renders its requests (black-box mode)"
             )
         if not isinstance(max_model_len, int) or max_model_len < 2:
             raise ConfigError(f"max_model_len must be an int >= 2, got {max_model_len!r}")
@@ -121,7 +134,8 @@ class ProxyServer:
         self.max_model_len = max_model_len
         self.max_body_bytes = max_body_bytes
         self.template_kwargs = dict(template_kwargs or {})
-        self.model_name = model_name or str(getattr(generator, "name", "model"))
+        hosted = getattr(generator, "model", None) if self.black_box else None  # the hosted model's name
+        self.model_name = model_name or str(hosted if isinstance(hosted, str) else generator.name)
         self.on_turn = on_turn  # called on the server's thread after each completion it answers (progress)
         self.registry = RolloutRegistry()
         self.connections = ConnectionLimiter(max_connections, max_connections_per_rollout)
@@ -179,10 +193,10 @@ class ProxyServer:
         self._queue = GenerationQueue(self.generator)
         # The proxy accepts its connections itself (not through an aiohttp site), to bound them.
         if self.unix_socket:
-            self._serve_on(_unix_listener(self.unix_socket), self.unix_socket)
+            self._serve_on(unix_listener(self.unix_socket), self.unix_socket)
             self.url = "http://localhost"
         else:
-            listener = _tcp_listener(self._host, self._port)
+            listener = tcp_listener(self._host, self._port)
             self._serve_on(listener, "tcp")
             self.url = f"http://{self._host}:{listener.getsockname()[1]}"
 
@@ -205,7 +219,7 @@ class ProxyServer:
             raise ConfigError("the proxy is not running: call start() (or use it as a context manager) first")
 
         async def open_socket() -> None:
-            self._serve_on(_unix_listener(path), path)
+            self._serve_on(unix_listener(path), path)
 
         try:
             asyncio.run_coroutine_threadsafe(open_socket(), self._loop).result()
@@ -255,9 +269,13 @@ class ProxyServer:
             env_id=env_id,
             generator=getattr(self.generator, "name", ""),
         )
-        recorder = TokenRecorder(
-            self.generator.tokenizer, trajectory, self.max_model_len, self.template_kwargs
-        )
+        recorder: TokenRecorder | MessageRecorder
+        if self.black_box:
+            recorder = MessageRecorder(trajectory, self.max_model_len)
+        else:
+            recorder = TokenRecorder(
+                self.generator.tokenizer, trajectory, self.max_model_len, self.template_kwargs
+            )
         return RolloutHandle(self, self.registry.add(recorder, max_turns))
 
     def _end_soon(self, state: RolloutState, reason: str) -> None:
@@ -329,6 +347,8 @@ class ProxyServer:
         """The request's prompt length under the chat template (Anthropic's count_tokens, Google's
         countTokens): rendered, not recorded."""
         chat = dialect.parse(await self._read_json(request), route)
+        if self.black_box:
+            raise RequestError(400, COUNT_REFUSAL, code="count_unavailable")
 
         def count() -> int:
             chat_format = ChatFormat(self.generator.tokenizer, chat.tools, self.template_kwargs)
@@ -400,6 +420,17 @@ class ProxyServer:
                 "max_turns",
             )
         recorder = state.recorder
+        if isinstance(recorder, MessageRecorder):
+            answer = await self._chat_turn(state, recorder, chat)
+        else:
+            answer = await self._token_turn(state, recorder, chat)
+        state.turns += 1
+        if self.on_turn is not None:
+            self.on_turn()
+        return answer
+
+    async def _token_turn(self, state: RolloutState, recorder: TokenRecorder, chat: ChatRequest) -> Answer:
+        """A turn rendered with the chat template and sampled as token ids, recorded exactly."""
 
         def prepare() -> tuple[list[int], SamplingParams]:
             prompt = recorder.prompt_for(chat)
@@ -415,15 +446,8 @@ class ProxyServer:
         except ValueError as error:  # the template cannot render these messages
             raise RequestError(400, f"the chat template cannot render this request: {error}") from None
         if sample.error:
-            recorder.trajectory.error = f"generator: {sample.error}"
-            state.end("generator_error")
-            raise RequestError(
-                502, f"the generator failed: {sample.error}", "server_error", "generator_error"
-            )
+            raise _generator_failed(state, sample.error)
         message, finish = recorder.record(chat, sample)
-        state.turns += 1
-        if self.on_turn is not None:
-            self.on_turn()
         return make_answer(
             uuid.uuid4().hex,
             int(time.time()),
@@ -435,31 +459,30 @@ class ProxyServer:
             len(sample.token_ids),
         )
 
+    async def _chat_turn(self, state: RolloutState, recorder: MessageRecorder, chat: ChatRequest) -> Answer:
+        """A black-box turn: the request's chat to the chat generator, its message back (see
+        `gym_swe.rollout.proxy.black_box`)."""
+        try:
+            params = recorder.sampling_for(chat, self.sampling)
+        except RequestError:
+            state.end("max_model_len")
+            raise
+        assert self._queue is not None
+        sample = await self._queue.generate_chat(endpoint_messages(chat.messages), chat.tools, params)
+        if sample.error and is_context_overflow(sample.error):  # the endpoint's own count: a budget
+            state.end("max_model_len")
+            raise RequestError(400, f"the model's endpoint: {sample.error}", code="context_length_exceeded")
+        if sample.error:
+            raise _generator_failed(state, sample.error)
+        message, finish = recorder.record(chat, sample)
+        return chat_answer(uuid.uuid4().hex, int(time.time()), self.model_name, message, finish, sample)
 
-def _unix_listener(path: str) -> socket.socket:
-    try:  # a socket file a previous proxy left (as asyncio's own unix servers do)
-        if stat.S_ISSOCK(os.stat(path).st_mode):
-            os.remove(path)
-    except FileNotFoundError:
-        pass
-    return _listening(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), path)
 
-
-def _tcp_listener(host: str, port: int) -> socket.socket:
-    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    return _listening(listener, (host, port))
-
-
-def _listening(listener: socket.socket, address: Any) -> socket.socket:
-    try:
-        listener.bind(address)
-        listener.listen(BACKLOG)
-        listener.setblocking(False)
-    except OSError:
-        listener.close()
-        raise
-    return listener
+def _generator_failed(state: RolloutState, error: str) -> RequestError:
+    """The generator failed: the rollout's error, its end, and the 502 its request gets."""
+    state.recorder.trajectory.error = f"generator: {error}"
+    state.end("generator_error")
+    return RequestError(502, f"the generator failed: {error}", "server_error", "generator_error")
 
 
 def _error_response(dialect: Dialect, error: RequestError) -> web.Response:
