@@ -6,7 +6,7 @@ import pytest
 
 from tests.cli.shell import gym_swe
 
-COMMANDS = ["envs", "play", "validate", "prepare", "eval", "view", "images", "images build", "harnesses",
+COMMANDS = ["envs", "play", "validate", "prepare", "eval", "serve", "view", "images", "images build", "harnesses",
             "harnesses install", "harnesses list", "sandbox", "sandbox prune"]  # fmt: skip
 
 
