@@ -13,6 +13,7 @@ lands.
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 import threading
@@ -108,7 +109,7 @@ def diagnose(fixed: Grade, unfixed: Grade) -> str | None:
     if not fixed.resolved:
         failed = [f"{test.name} ({test.outcome})" for test in fixed.tests if not test.passed]
         # The likely cause first: the verdict line and a reader both stop after the first few words.
-        cause = dropped_from_fix(fixed.log) or network_cause(fixed.log)
+        cause = dropped_from_fix(fixed.log) or network_cause(fixed.log) or skip_cause(fixed.log, failed)
         return (
             f"the fix does not resolve the task{cause}: {len(failed)} test(s) did not pass with it: "
             f"{', '.join(failed)}. {EXCLUDE_HINT}"
@@ -187,6 +188,21 @@ def network_cause(log: str) -> str:
         f" (its tests need the network, which the sandbox does not have: the log shows "
         f"{' and '.join(repr(message) for message in seen[:2])})"
     )
+
+
+_SKIP_LINE = re.compile(r"^SKIPPED \[\d+\] [^:]+:\d+: (.+)$", re.M)
+
+
+def skip_cause(log: str, failed: Sequence[str]) -> str:
+    """A clause naming why the fix's tests were skipped (pytest's ``-rA`` summary: a missing program, a
+    missing module), when the tests that did not pass were skipped; empty otherwise."""
+    if not failed or not all(name.endswith("(skipped)") for name in failed):
+        return ""
+    reasons = list(dict.fromkeys(match.strip() for match in _SKIP_LINE.findall(log)))
+    if not reasons:
+        return ""
+    shown = "; ".join(reason if len(reason) <= 120 else reason[:119] + "…" for reason in reasons[:2])
+    return f" (its tests were skipped here: {shown})"
 
 
 def dropped_from_fix(log: str) -> str:
