@@ -20,4 +20,5 @@ def test_a_fix_whose_tests_were_skipped_names_why() -> None:
     )
     cause = skip_cause(log, ["tests/test_x.py::test_svg (skipped)", "tests/test_x.py::test_png (skipped)"])
     assert cause == ' (its tests were skipped here: graphviz "dot" is not available)'
-    assert skip_cause(log, ["tests/test_x.py::test_svg (failed)"]) == ""  # a failure is not explained by skips
+    # a failure is not explained by skips
+    assert skip_cause(log, ["tests/test_x.py::test_svg (failed)"]) == ""
