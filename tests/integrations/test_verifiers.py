@@ -27,9 +27,10 @@ TASKS = ["GymSwe/0", "GymSwe/1"]
 @pytest.fixture(scope="module")
 def vf_eval() -> Path:
     """verifiers' ``vf-eval`` in its own environment (`make test` makes .venv-verifiers)."""
+    # Absolute (not resolved: a venv's python is a link out of it), since vf-eval runs from another directory.
     python = Path(
         os.environ.get("GYM_SWE_VERIFIERS_PYTHON") or REPO_ROOT / ".venv-verifiers" / "bin" / "python"
-    )
+    ).absolute()
     if not python.exists():
         message = f"verifiers' environment not found at {python} (make test creates .venv-verifiers)"
         if os.environ.get("GYM_SWE_REQUIRE_VERIFIERS") == "1":

@@ -28,7 +28,8 @@ def vllm_python() -> str:
         if os.environ.get("GYM_SWE_REQUIRE_VLLM") == "1":
             pytest.fail(message)
         pytest.skip(message)
-    return configured
+    # Absolute (not resolved: a venv's python is a link out of it): vLLM may start from another directory.
+    return str(Path(configured).absolute())
 
 
 def run_vllm_inprocess_check(model: Path, scratch: Path, mode: str = "default") -> dict:

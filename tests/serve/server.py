@@ -31,7 +31,8 @@ def serve_python() -> str:
         if os.environ.get("GYM_SWE_REQUIRE_SERVE") == "1":
             pytest.fail(message)
         pytest.skip(message)
-    return configured
+    # Absolute (not resolved: a venv's python is a link out of it): servers start from other directories.
+    return str(Path(configured).absolute())
 
 
 class EnvServer:
