@@ -1,5 +1,8 @@
-"""500 episodes in a row, of every kind (submitted, cut at max_turns, sandbox killed; both envs, both
-backends): nothing may be left behind, no container, process, temp dir, cgroup or open file."""
+"""Episodes in a row, of every kind (submitted, cut at max_turns, sandbox killed; both envs, both backends):
+nothing may be left behind, no container, process, temp dir, cgroup or open file.
+
+500 episodes in `bench/redteam_report.py`; ``GYM_SWE_SOAK_EPISODES`` scales the mix, and `make test` runs 200
+(every kind still played, the killed docker ones 4 times), which keeps six minutes out of the suite."""
 
 from __future__ import annotations
 
@@ -18,9 +21,9 @@ from gym_swe.tasks.swe import load_swe_tasks
 from tests.conftest import kill_jail
 from tests.redteam.scripted import SUBMIT, bash, make_env, write
 
-EPISODES = 500
-# (env, backend, kind): how many episodes of each
-MIX = {
+FULL = 500
+# (env, backend, kind): how many episodes of each, of FULL
+FULL_MIX = {
     ("CodeDebug-v0", "local", "fix"): 200,
     ("CodeDebug-v0", "local", "max_turns"): 50,
     ("CodeDebug-v0", "local", "killed"): 30,
@@ -29,6 +32,8 @@ MIX = {
     ("CodeDebug-v0", "docker", "killed"): 10,
     ("SWEGym-v0", "docker", "fix"): 30,
 }
+EPISODES = int(os.environ.get("GYM_SWE_SOAK_EPISODES", FULL))
+MIX = {key: max(1, round(count * EPISODES / FULL)) for key, count in FULL_MIX.items()}
 
 
 def _descendants(root: int) -> set[int]:
@@ -100,7 +105,7 @@ def leftovers(owner: int) -> dict[str, int]:
 
 
 @pytest.mark.slow
-def test_soak_500_episodes() -> None:
+def test_soak_episodes() -> None:
     function_tasks = list(load_function_tasks("bundled"))
     swe_tasks = list(load_swe_tasks("bundled"))
     envs = {}
@@ -115,7 +120,6 @@ def test_soak_500_episodes() -> None:
 
     outcomes: Counter[str] = Counter()
     schedule = [key for key, count in MIX.items() for _ in range(count)]
-    assert len(schedule) == EPISODES
     cycle = {"CodeDebug-v0": itertools.cycle(function_tasks), "SWEGym-v0": itertools.cycle(swe_tasks)}
     for number, key in enumerate(schedule):
         env_id, backend, kind = key
