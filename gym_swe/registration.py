@@ -8,6 +8,8 @@ from typing import Any, TypedDict
 
 from gymnasium.envs.registration import register, registry
 
+from gym_swe.errors import ConfigError, unknown_name
+
 
 class EnvRegistration(TypedDict):
     """The arguments of one ``gymnasium.register`` call."""
@@ -32,6 +34,14 @@ ENVS: list[EnvRegistration] = [
         "kwargs": {},
     },
 ]
+
+
+def check_env_id(env_id: str) -> str:
+    """``env_id`` if it is one of gym_swe's envs; else a `ConfigError` (a ValueError) naming the nearest."""
+    known = [registration["id"] for registration in ENVS]
+    if env_id not in known:
+        raise ConfigError(unknown_name("gym_swe env", env_id, known))
+    return env_id
 
 
 def register_envs() -> None:

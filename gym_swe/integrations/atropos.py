@@ -38,13 +38,13 @@ import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
 from gym_swe.errors import ConfigError, missing_dependency, unknown_name
-from gym_swe.registration import ENVS
+from gym_swe.registration import check_env_id
 from gym_swe.rollout.collector import collect
 from gym_swe.rollout.generators.base import Sample, SamplingParams, request_seeds
 from gym_swe.rollout.generators.vllm_server import CONTEXT_ERRORS, parse_completion
 from gym_swe.rollout.stopping import Stop
 from gym_swe.rollout.trajectory import Trajectory
-from gym_swe.sandbox import BACKENDS
+from gym_swe.sandbox import check_backend
 
 try:
     from atroposlib.envs.base import BaseEnv, BaseEnvConfig
@@ -79,17 +79,12 @@ class GymSweEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib ships 
     @field_validator("env_id")
     @classmethod
     def _known_env(cls, env_id: str) -> str:
-        known = [registration["id"] for registration in ENVS]
-        if env_id not in known:
-            raise ValueError(unknown_name("gym_swe env", env_id, known))
-        return env_id
+        return check_env_id(env_id)
 
     @field_validator("sandbox")
     @classmethod
     def _known_sandbox(cls, sandbox: str) -> str:
-        if sandbox not in BACKENDS:
-            raise ValueError(unknown_name("sandbox backend", sandbox, BACKENDS))
-        return sandbox
+        return check_backend(sandbox)
 
 
 class AtroposServerGenerator:

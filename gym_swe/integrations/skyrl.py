@@ -30,8 +30,8 @@ from typing import Any
 import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
-from gym_swe.errors import ConfigError, GymSweError, missing_dependency, unknown_name
-from gym_swe.registration import ENVS
+from gym_swe.errors import ConfigError, GymSweError, missing_dependency
+from gym_swe.registration import ENVS, check_env_id
 from gym_swe.rollout.episode_env import EpisodeEnv, as_episode_env
 
 try:
@@ -142,9 +142,7 @@ def register_envs(env_ids: Sequence[str] | None = None) -> list[str]:
     in its generator's process: call this there (its entry point), before training starts."""
     known = [registration["id"] for registration in ENVS]
     chosen = list(env_ids) if env_ids is not None else known
-    for env_id in chosen:
-        if env_id not in known:
-            raise ConfigError(unknown_name("gym_swe env", env_id, known))
+    for env_id in map(check_env_id, chosen):
         if env_id not in skyrl_gym.registry:
             skyrl_gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"env_id": env_id})
     return chosen

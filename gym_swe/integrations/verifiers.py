@@ -32,9 +32,9 @@ import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
 from gym_swe.errors import missing_dependency, unknown_name
-from gym_swe.registration import ENVS
+from gym_swe.registration import check_env_id
 from gym_swe.rollout.episode_env import as_episode_env
-from gym_swe.sandbox import BACKENDS
+from gym_swe.sandbox import check_backend
 
 try:
     import verifiers.v1 as vf
@@ -78,17 +78,12 @@ class GymSweTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
     @field_validator("env_id")
     @classmethod
     def _known_env(cls, env_id: str) -> str:
-        known = [registration["id"] for registration in ENVS]
-        if env_id not in known:
-            raise ValueError(unknown_name("gym_swe env", env_id, known))
-        return env_id
+        return check_env_id(env_id)
 
     @field_validator("sandbox")
     @classmethod
     def _known_sandbox(cls, sandbox: str) -> str:
-        if sandbox not in BACKENDS:
-            raise ValueError(unknown_name("sandbox backend", sandbox, BACKENDS))
-        return sandbox
+        return check_backend(sandbox)
 
 
 class GymSweTaskset(vf.Taskset[GymSweTask, GymSweTasksetConfig]):  # type: ignore[misc]

@@ -15,11 +15,16 @@ BACKENDS: dict[str, str] = {
 }
 
 
-def backend_class(name: str) -> type[Sandbox]:
-    """The class that implements backend ``name``; an unknown name lists the known ones."""
+def check_backend(name: str) -> str:
+    """``name`` if it is a sandbox backend; else a `ConfigError` (a ValueError) listing the known ones."""
     if name not in BACKENDS:
         raise ConfigError(unknown_name("sandbox backend", name, BACKENDS))
-    module, _, attribute = BACKENDS[name].partition(":")
+    return name
+
+
+def backend_class(name: str) -> type[Sandbox]:
+    """The class that implements backend ``name``; an unknown name lists the known ones."""
+    module, _, attribute = BACKENDS[check_backend(name)].partition(":")
     backend: type[Sandbox] = getattr(importlib.import_module(module), attribute)
     return backend
 
