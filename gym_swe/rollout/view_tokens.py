@@ -1,0 +1,117 @@
+"""`gym-swe view`'s token-level view: what the page carries of each episode's token sequence, and the
+tokenizer that decodes it.
+
+An episode's tokens travel as compact JSON (`token_data`), drawn by the page's script only when its token
+view is opened: the ids, the runs of the loss mask that are 1, the sampling log-probabilities where the
+backend gave them, where each turn starts, ends and why, and where each segment starts. The page decodes ids
+with one table for the whole page (`vocabulary`), made here when a tokenizer is given (``--tokenizer PATH``,
+a local folder: nothing is fetched); without one it shows the ids. A trajectory holds the sampled token's
+log-probability only, not the distribution it was drawn from, so the view shows no entropy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gym_swe.errors import ConfigError, missing_dependency
+from gym_swe.rollout.trajectory import Trajectory
+
+
+def _runs(flags: Sequence[object]) -> list[list[int]]:
+    """``[start, end)`` of each run of truthy entries."""
+    runs: list[list[int]] = []
+    start = None
+    for index, flag in enumerate(flags):
+        if flag and start is None:
+            start = index
+        elif not flag and start is not None:
+            runs.append([start, index])
+            start = None
+    if start is not None:
+        runs.append([start, len(flags)])
+    return runs
+
+
+def token_data(trajectory: Trajectory) -> dict[str, Any] | None:
+    """What the token view of ``trajectory`` draws, or None where it has no token ids (a chat generator's).
+
+    ``ids``; ``mask``: ``[start, end)`` runs of loss mask 1; ``lp``: ``[start, [logprob, ...]]`` runs of the
+    ids that have one (rounded to 3 places); ``turns``: ``[start, length, finish_reason, bridge_length]`` per
+    model turn; ``segments``: where each segment after the first starts; ``prompt``: the first prompt's
+    length."""
+    if not trajectory.has_token_ids or not trajectory.token_ids:
+        return None
+    ids = trajectory.token_ids
+    logprobs = list(trajectory.logprobs[: len(ids)])
+    logprobs += [None] * (len(ids) - len(logprobs))
+    lp: list[list[Any]] = []
+    for start, end in _runs([value is not None for value in logprobs]):
+        lp.append([start, [round(float(value), 3) for value in logprobs[start:end] if value is not None]])
+    return {
+        "ids": ids,
+        "mask": _runs(trajectory.loss_mask[: len(ids)]),
+        "lp": lp,
+        "turns": [[t.start, t.length, t.finish_reason, t.bridge_length] for t in trajectory.turns],
+        "segments": trajectory.segment_starts,
+        "prompt": trajectory.prompt_length,
+    }
+
+
+def check_tokenizer_path(path: str | Path) -> Path:
+    """``--tokenizer``: a local folder (a model's, or one holding tokenizer.json); a ConfigError at once
+    otherwise, before anything loads."""
+    folder = Path(path)
+    if not folder.is_dir():
+        reason = "is a file" if folder.exists() else "no such directory"
+        raise ConfigError(
+            f"--tokenizer {path}: {reason}; give a local folder holding the tokenizer (tokenizer.json or "
+            "tokenizer_config.json, as a model's folder has): gym-swe view fetches nothing"
+        )
+    if not any(
+        (folder / name).exists() for name in ("tokenizer.json", "tokenizer_config.json", "vocab.json")
+    ):
+        raise ConfigError(
+            f"--tokenizer {path}: no tokenizer.json, tokenizer_config.json or vocab.json there; give the "
+            "folder of the model the trajectories were sampled from"
+        )
+    return folder
+
+
+def load_tokenizer(path: str | Path) -> Any:
+    """The tokenizer in the local folder ``path``, loaded with transformers without any download."""
+    folder = check_tokenizer_path(path)
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise missing_dependency("transformers", "train", "Decoding tokens (--tokenizer)") from None
+    try:
+        return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    except Exception as error:
+        raise ConfigError(
+            f"--tokenizer {path}: transformers cannot load a tokenizer from it ({type(error).__name__}: "
+            f"{str(error).splitlines()[0] if str(error) else ''})"
+        ) from None
+
+
+def vocabulary(tokenizer: Any, ids: Iterable[int]) -> dict[str, str]:
+    """Each of ``ids`` as its text (special tokens included), keyed by the id as a string (a JSON object's
+    key). An id the tokenizer does not know is left out: the page shows it as its number."""
+    size = len(tokenizer)
+    table: dict[str, str] = {}
+    for token_id in sorted(set(ids)):
+        if not 0 <= token_id < size:
+            continue
+        try:
+            text = tokenizer.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        except Exception:  # a tokenizer that cannot decode one id alone: shown as its number
+            continue
+        table[str(token_id)] = str(text)
+    return table
+
+
+def unknown_ids(tokenizer: Any, ids: Iterable[int]) -> int:
+    """How many of ``ids`` lie outside the tokenizer's vocabulary (not 0: likely not the run's tokenizer)."""
+    size = len(tokenizer)
+    return sum(1 for token_id in set(ids) if not 0 <= token_id < size)
