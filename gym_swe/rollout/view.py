@@ -218,7 +218,8 @@ def render_page(
     offset = 0
     for number, file in enumerate(files):
         for members in group_indices(file.trajectories):
-            groups.append(make_group(number, [offset + i for i in members], episodes))
+            members = [offset + i for i in members]
+            groups.append(make_group(number, members, episodes, trained=file.kind != "eval"))
         where += [Placement(file.label, file.step)] * len(file.trajectories)
         offset += len(file.trajectories)
     for group in groups:

@@ -50,7 +50,8 @@ class Group:
     """The standard deviation (n − 1, as the trainer's "group" scale) of the valid samples; None under two."""
     advantages: list[float | None] = field(default_factory=list)
     source: str = "computed"
-    """"trainer": the trajectories carry their advantages; "computed": reward − mean, worked out here."""
+    """"trainer": the trajectories carry their advantages; "computed": reward − mean, worked out here; "":
+    none (eval episodes: nothing trained on them)."""
 
     @property
     def zero_spread(self) -> bool:
@@ -76,13 +77,17 @@ def group_indices(trajectories: Sequence[Trajectory]) -> list[list[int]]:
     return [sorted(group, key=lambda i: trajectories[i].sample_index) for group in groups]
 
 
-def make_group(file: int, members: list[int], episodes: Sequence[Trajectory]) -> Group:
+def make_group(file: int, members: list[int], episodes: Sequence[Trajectory], trained: bool = True) -> Group:
+    """The group of ``members`` (indices into ``episodes``), with its numbers; ``trained``: False for eval
+    episodes, which no loss used, so that they get no advantage."""
     samples = [episodes[i] for i in members]
     rewards = [t.reward for t in samples if valid(t)]
     group = Group(file, samples[0].task_id, list(members))
     group.mean = statistics.fmean(rewards) if rewards else None
     group.std = statistics.stdev(rewards) if len(rewards) > 1 else None
-    if any(t.advantage is not None for t in samples):
+    if not trained:
+        group.source, group.advantages = "", [None] * len(samples)
+    elif any(t.advantage is not None for t in samples):
         group.source, group.advantages = "trainer", [t.advantage for t in samples]
     else:
         group.advantages = [
@@ -100,11 +105,10 @@ def _number(value: float | None, sign: bool = False) -> str:
 def group_html(group: Group, episodes: Sequence[Trajectory], shown: set[int]) -> str:
     """The group's head: its numbers, then its samples side by side, one column each (a link to the episode
     where it is on the page)."""
-    advantage = (
-        "advantage: the trainer's"
-        if group.source == "trainer"
-        else "advantage*: reward − group mean, computed here (the trajectories carry none)"
-    )
+    advantage = {
+        "trainer": "advantage: the trainer's",
+        "computed": "advantage*: reward − group mean, computed here (the trajectories carry none)",
+    }.get(group.source, "")
     samples = [episodes[i] for i in group.members]
     head = [
         f"{len(samples)} samples",
@@ -113,7 +117,8 @@ def group_html(group: Group, episodes: Sequence[Trajectory], shown: set[int]) ->
     ]
     rewards = [t.reward for t in samples]
     head.append(f"min {min(rewards):.2f} max {max(rewards):.2f}")
-    head.append(advantage)
+    if advantage:
+        head.append(advantage)
     warning = (
         ' <span class="flag">no spread: every valid sample the same reward, no learning signal</span>'
         if group.zero_spread
@@ -141,6 +146,7 @@ def group_html(group: Group, episodes: Sequence[Trajectory], shown: set[int]) ->
     rows = "".join(
         f"<tr><th>{label}</th>" + "".join(f"<td>{column[row]}</td>" for column in columns) + "</tr>"
         for row, label in enumerate(labels)
+        if label != "advantage" or group.source
     )
     return (
         f'<div class="grouphead"><b>{esc(group.task_id)}</b> '

@@ -80,8 +80,20 @@ def check_tokenizer_path(path: str | Path) -> Path:
 
 
 def load_tokenizer(path: str | Path) -> Any:
-    """The tokenizer in the local folder ``path``, loaded with transformers without any download."""
+    """The tokenizer in the local folder ``path``, loaded without any download: its tokenizer.json with the
+    tokenizers library where it has one (quick: transformers is not imported), else with transformers."""
     folder = check_tokenizer_path(path)
+    if (folder / "tokenizer.json").is_file():
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise missing_dependency("tokenizers", "train", "Decoding tokens (--tokenizer)") from None
+        try:
+            return Tokenizer.from_file(str(folder / "tokenizer.json"))
+        except Exception as error:
+            raise ConfigError(
+                f"--tokenizer {path}: its tokenizer.json does not load ({_first_line(error)})"
+            ) from None
     try:
         from transformers import AutoTokenizer
     except ImportError:
@@ -90,28 +102,45 @@ def load_tokenizer(path: str | Path) -> Any:
         return AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     except Exception as error:
         raise ConfigError(
-            f"--tokenizer {path}: transformers cannot load a tokenizer from it ({type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''})"
+            f"--tokenizer {path}: transformers cannot load a tokenizer from it ({_first_line(error)})"
         ) from None
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
+
+
+def _size(tokenizer: Any) -> int:
+    """How many ids the tokenizer knows: a `tokenizers.Tokenizer`'s or a transformers tokenizer's."""
+    if hasattr(tokenizer, "get_vocab_size"):
+        return int(tokenizer.get_vocab_size(with_added_tokens=True))
+    return len(tokenizer)
+
+
+def _decode(tokenizer: Any, token_id: int) -> str:
+    if hasattr(tokenizer, "get_vocab_size"):  # tokenizers' Tokenizer: no spaces cleaned up to begin with
+        return str(tokenizer.decode([token_id], skip_special_tokens=False))
+    return str(tokenizer.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False))
 
 
 def vocabulary(tokenizer: Any, ids: Iterable[int]) -> dict[str, str]:
     """Each of ``ids`` as its text (special tokens included), keyed by the id as a string (a JSON object's
-    key). An id the tokenizer does not know is left out: the page shows it as its number."""
-    size = len(tokenizer)
+    key). ``tokenizer``: `load_tokenizer`'s, or any transformers tokenizer. An id it does not know is left
+    out: the page shows it as its number."""
+    size = _size(tokenizer)
     table: dict[str, str] = {}
     for token_id in sorted(set(ids)):
         if not 0 <= token_id < size:
             continue
         try:
-            text = tokenizer.decode([token_id], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+            table[str(token_id)] = _decode(tokenizer, token_id)
         except Exception:  # a tokenizer that cannot decode one id alone: shown as its number
             continue
-        table[str(token_id)] = str(text)
     return table
 
 
 def unknown_ids(tokenizer: Any, ids: Iterable[int]) -> int:
     """How many of ``ids`` lie outside the tokenizer's vocabulary (not 0: likely not the run's tokenizer)."""
-    size = len(tokenizer)
+    size = _size(tokenizer)
     return sum(1 for token_id in set(ids) if not 0 <= token_id < size)

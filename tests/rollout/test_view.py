@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ def episode(
     task_id: str, resolved: bool | None, reward: float = 0.0, diff: str = "", sample: int = 0
 ) -> Trajectory:
     """A two-turn episode (its second turn cut at length); ``resolved=None`` makes it a failed one."""
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": f"Fix {task_id}."},
         {"role": "assistant", "content": "let me look", "tool_calls": [
@@ -68,7 +69,7 @@ def episode(
     return trajectory
 
 
-def read(page: str) -> tuple[str, dict]:
+def read(page: str) -> tuple[str, dict[str, Any]]:
     """The page's HTML without its data, and its data (episodes' bodies and tokens, the vocabulary)."""
     found = re.search(r'<script type="application/json" id="gym-swe-data">(.*?)</script>', page, re.S)
     assert found is not None
@@ -255,7 +256,7 @@ def test_the_tokenizer_is_a_local_folder(tmp_path: Path, shared_data: Path) -> N
     with pytest.raises(ConfigError, match=r"no tokenizer\.json"):
         check_tokenizer_path(tmp_path)
     tokenizer = load_tokenizer(shared_data / "tokenizers" / "qwen2.5-instruct")
-    ids = tokenizer.encode("def f(x):\n    return x")
+    ids = tokenizer.encode("def f(x):\n    return x").ids
     table = vocabulary(tokenizer, [*ids, 10**9])
     assert "".join(table[str(i)] for i in ids) == "def f(x):\n    return x" and str(10**9) not in table
     page = render_page([TrajectoryFile("", [episode("a", True)])], tokenizer=tokenizer)
@@ -304,6 +305,7 @@ def test_a_run_directory(tmp_path: Path) -> None:
     assert '<a href="#f0">trajectories/step_00002.jsonl</a></td><td>train</td><td>2</td>' in static
     assert "per task: training episodes (every file: all steps together)" in static
     assert "per task: eval episodes" in static and "run settings (args.json)" in static
+    assert static.count("<th>advantage</th>") == 3  # the training groups': no loss used the eval episodes
     assert "metrics.jsonl: holds no trajectories, passed over" in static
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match=r"no \.jsonl file of trajectories under it"):
