@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         settings=run_settings(source),
         notes=notes,
     )
-    out.write_text(page, encoding="utf-8")
+    out.write_text(page, encoding="utf-8", errors="replace")  # a lone surrogate a file held: written as ?
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     total = sum(len(file.trajectories) for file in files)

@@ -195,6 +195,10 @@ def _episode(index: int, trajectory: Trajectory, where: Placement) -> str:
     )
 
 
+def _size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "replace"))
+
+
 def render_html(trajectories: Sequence[Trajectory], title: str = "gym_swe trajectories") -> str:
     """The page of one list of trajectories (one file's): `render_page` with its defaults."""
     return render_page([TrajectoryFile("", list(trajectories))], title)
@@ -211,17 +215,17 @@ def render_page(
     notes: Sequence[str] = (),
 ) -> str:
     """The page of ``files``: the summary and groups over every episode, and the episodes ``keep`` keeps
-    (all when None); tokens decoded with ``tokenizer`` where given; bodies and tokens within ``max_bytes``."""
+    (all when None); tokens decoded with ``tokenizer`` where given; about ``max_bytes`` at most (the
+    episodes' bodies and tokens left out past it, the earliest files' first)."""
     episodes = [t for file in files for t in file.trajectories]
     where: list[Placement] = []
     groups: list[Group] = []
-    offset = 0
     for number, file in enumerate(files):
+        offset = len(where)
         for members in group_indices(file.trajectories):
             members = [offset + i for i in members]
             groups.append(make_group(number, members, episodes, trained=file.kind != "eval"))
         where += [Placement(file.label, file.step)] * len(file.trajectories)
-        offset += len(file.trajectories)
     for group in groups:
         for index, value in zip(group.members, group.advantages):
             if value is not None:
@@ -235,63 +239,88 @@ def render_page(
             if message.get("role") == "system":
                 systems.setdefault(str(message.get("content")), len(systems) + 1)
 
-    # Bodies and tokens within the budget, the last files first (the latest steps are read most).
-    bodies: list[str | None] = [None] * len(episodes)
-    tokens: list[dict[str, Any] | None] = [None] * len(episodes)
-    spent, left_out, tokens_left_out = 0, 0, 0
+    decoded = "tokens decoded" if tokenizer is not None else "token ids shown (--tokenizer PATH decodes them)"
+    head = _head(title, episodes, shown, len(files), decoded)
+    rest = [_controls(episodes, shown), run_summary(files, groups, settings)]
+    rest += _systems(systems, episodes, shown)
+    rest += _sections(files, groups, episodes, where, shown)
+    style, script = _asset("view.css"), _asset("view.js")
+    static = sum(_size(part) for part in [head, *rest, style, script]) + 10 * len(episodes) + 500
+
+    # Bodies and tokens within what is left of the budget, the last files first (the latest steps are read
+    # most). Each is made JSON once, here, and measured as it will be written.
+    bodies: list[str] = ["null"] * len(episodes)
+    tokens: list[str] = ["null"] * len(episodes)
+    used: set[int] = set()
+    spent, left_out, tokens_left_out = static, 0, 0
     for index in sorted(shown, reverse=True):
-        text = body(episodes[index], where[index], systems)
-        data = token_data(episodes[index])
-        size = len(text.encode("utf-8", "replace"))
-        token_size = len(json.dumps(data)) if data is not None else 0
-        if spent + size > max_bytes:
+        text = _script_json(body(episodes[index], where[index], systems)) if spent < max_bytes else ""
+        if not text or spent + _size(text) > max_bytes:
             left_out += 1
             continue
-        bodies[index], spent = text, spent + size
-        if data is not None and spent + token_size <= max_bytes:
-            tokens[index], spent = data, spent + token_size
-        elif data is not None:
+        bodies[index], spent = text, spent + _size(text)
+        payload = token_data(episodes[index])
+        if payload is None:
+            continue
+        encoded = _script_json(payload)
+        if spent + _size(encoded) > max_bytes:
             tokens_left_out += 1
+            continue
+        tokens[index], spent = encoded, spent + _size(encoded)
+        used.update(payload["ids"])
     vocab: dict[str, str] = {}
-    used = [token_id for data in tokens if data is not None for token_id in data["ids"]]
+    notes = list(notes)
     if tokenizer is not None:
         vocab = vocabulary(tokenizer, used)
         strangers = unknown_ids(tokenizer, used)
         if strangers:
-            notes = [
-                *notes,
-                f"{strangers} token ids lie outside the tokenizer's vocabulary: is it the run's?",
-            ]
+            notes.append(f"{strangers} token ids lie outside the tokenizer's vocabulary: is it the run's?")
     if left_out or tokens_left_out:
-        notes = [
-            *notes,
-            f"page budget ({max_bytes / 1e6:.0f} MB, --max-mb) spent: {left_out} episodes without their "
+        notes.append(
+            f"page budget ({max_bytes / 1e6:g} MB, --max-mb) spent: {left_out} episodes without their "
             f"body, {tokens_left_out} more without their tokens (the earliest files'); view one file alone, "
-            "filter (--outcome, --min-reward) or raise --max-mb",
-        ]
+            "filter (--outcome, --min-reward) or raise --max-mb"
+        )
+    noted = "".join(f"<p class='note'>{html.escape(note)}</p>" for note in notes)
+    data = f'{{"bodies":[{",".join(bodies)}],"tokens":[{",".join(tokens)}],"vocab":{_script_json(vocab)}}}'
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+        f"<style>{style}</style></head><body>{head}{noted}{''.join(rest)}"
+        f'<script type="application/json" id="gym-swe-data">{data}</script>'
+        f"<script>{script}</script></body></html>"
+    )
 
+
+def _head(title: str, episodes: Sequence[Trajectory], shown: set[int], files: int, decoded: str) -> str:
+    counts = {name: sum(outcome(episodes[i]) == name for i in shown) for name in OUTCOMES}
+    of = f" in {files} files" if files > 1 else ""
+    filtered = f" ({len(shown)} of {len(episodes)} shown)" if len(shown) != len(episodes) else ""
+    return (
+        f"<h1>{html.escape(title)}</h1><p>{len(episodes)} episodes{of}{filtered}: "
+        + ", ".join(f"{count} {name}" for name, count in counts.items())
+        + f". <span class='meta'>{decoded}; * marks an advantage computed here.</span></p>"
+    )
+
+
+def _controls(episodes: Sequence[Trajectory], shown: set[int]) -> str:
+    """The outcome buttons, the search box, expand all and collapse all."""
     counts = {name: sum(outcome(episodes[i]) == name for i in shown) for name in OUTCOMES}
     radios = "".join(
         f'<label><input type="radio" name="show" value="{value}"{" checked" if value == "all" else ""}> '
         f"{value} ({count})</label>"
         for value, count in [("all", len(shown)), *counts.items()]
     )
-    of = f" in {len(files)} files" if len(files) > 1 else ""
-    filtered = f" ({len(shown)} of {len(episodes)} shown)" if len(shown) != len(episodes) else ""
-    decoded = "tokens decoded" if tokenizer is not None else "token ids shown (--tokenizer PATH decodes them)"
-    rows = [
-        f"<h1>{html.escape(title)}</h1>",
-        f"<p>{len(episodes)} episodes{of}{filtered}: "
-        + ", ".join(f"{count} {name}" for name, count in counts.items())
-        + f". <span class='meta'>{decoded}; * marks an advantage computed here.</span></p>",
-        *(f"<p class='note'>{html.escape(note)}</p>" for note in notes),
+    return (
         f'<div class="controls"><span class="filter">show: {radios}</span> '
         '<input type="search" id="search" placeholder="search episodes" autocomplete="off"> '
         '<button type="button" id="expand">expand all</button> '
         '<button type="button" id="collapse">collapse all</button> '
-        '<span id="matches" class="meta"></span></div>',
-        run_summary(files, groups, settings),
-    ]
+        '<span id="matches" class="meta"></span></div>'
+    )
+
+
+def _systems(systems: dict[str, int], episodes: Sequence[Trajectory], shown: set[int]) -> list[str]:
+    rows = []
     for text, number in systems.items():
         sharing = sum(any(m.get("role") == "system" and str(m.get("content")) == text
                           for m in episodes[i].messages) for i in shown)  # fmt: skip
@@ -299,6 +328,18 @@ def render_page(
             f'<details class="system"><summary>system prompt #{number} <span class="meta">({sharing} '
             f"episodes)</span></summary><pre>{html.escape(text)}</pre></details>"
         )
+    return rows
+
+
+def _sections(
+    files: Sequence[TrajectoryFile],
+    groups: Sequence[Group],
+    episodes: Sequence[Trajectory],
+    where: Sequence[Placement],
+    shown: set[int],
+) -> list[str]:
+    """Per file: its heading, then its groups, each with its shown episodes' summary lines."""
+    rows = []
     for number, file in enumerate(files):
         sections = []
         for group in (g for g in groups if g.file == number):
@@ -310,27 +351,21 @@ def render_page(
             sections.append(f'<div class="group">{head}<div class="members">{items}</div></div>')
         if not sections:
             continue
-        head = ""
+        heading = ""
         if file.label:
             step = "" if file.step is None else f"step {file.step} · "
             kind = html.escape(file.kind or "trajectories")
-            head = (
+            heading = (
                 f'<h2>{html.escape(file.label)} <span class="meta">{step}{kind} · '
                 f"{len(file.trajectories)} episodes</span></h2>"
             )
-        rows.append(f'<section class="file" id="f{number}">{head}{"".join(sections)}</section>')
-    data = {"bodies": bodies, "tokens": tokens, "vocab": vocab}
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-        f"<style>{_asset('view.css')}</style></head><body>{''.join(rows)}"
-        f'<script type="application/json" id="gym-swe-data">{_script_json(data)}</script>'
-        f"<script>{_asset('view.js')}</script></body></html>"
-    )
+        rows.append(f'<section class="file" id="f{number}">{heading}{"".join(sections)}</section>')
+    return rows
 
 
 def write_html(
     trajectories: Sequence[Trajectory], path: str | Path, title: str = "gym_swe trajectories"
 ) -> Path:
     path = Path(path)
-    path.write_text(render_html(trajectories, title), encoding="utf-8")
+    path.write_text(render_html(trajectories, title), encoding="utf-8", errors="replace")
     return path

@@ -15,23 +15,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gym_swe.errors import ConfigError, missing_dependency
 from gym_swe.rollout.trajectory import Trajectory
 
 
 def _runs(flags: Sequence[object]) -> list[list[int]]:
-    """``[start, end)`` of each run of truthy entries."""
-    runs: list[list[int]] = []
-    start = None
-    for index, flag in enumerate(flags):
-        if flag and start is None:
-            start = index
-        elif not flag and start is not None:
-            runs.append([start, index])
-            start = None
-    if start is not None:
-        runs.append([start, len(flags)])
-    return runs
+    """``[start, end)`` of each run of truthy entries (numpy: a run's episodes hold millions of ids)."""
+    padded = np.concatenate(([False], np.asarray(flags, dtype=bool), [False]))
+    edges = np.flatnonzero(padded[1:] != padded[:-1]).tolist()
+    return [[edges[k], edges[k + 1]] for k in range(0, len(edges), 2)]
 
 
 def token_data(trajectory: Trajectory) -> dict[str, Any] | None:
@@ -46,9 +40,10 @@ def token_data(trajectory: Trajectory) -> dict[str, Any] | None:
     ids = trajectory.token_ids
     logprobs = list(trajectory.logprobs[: len(ids)])
     logprobs += [None] * (len(ids) - len(logprobs))
-    lp: list[list[Any]] = []
-    for start, end in _runs([value is not None for value in logprobs]):
-        lp.append([start, [round(float(value), 3) for value in logprobs[start:end] if value is not None]])
+    lp: list[list[Any]] = [
+        [start, np.round(np.asarray(logprobs[start:end], dtype=np.float64), 3).tolist()]
+        for start, end in _runs([value is not None for value in logprobs])
+    ]
     return {
         "ids": ids,
         "mask": _runs(trajectory.loss_mask[: len(ids)]),

@@ -229,15 +229,19 @@ def test_a_page_is_bounded_and_its_data_safe_in_a_script() -> None:
     assert found is not None and "</" not in found.group(1) and "<!--" not in found.group(1)
     assert "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt; &lt;!-- x" in bodies(page)
     assert read(page)[1]["tokens"][3]["turns"][0][2] == "</script><!--"  # and it reads back as written
-    alone = read(render_html(trajectories[:1]))[1]
-    body, tokens = len(alone["bodies"][0].encode()), len(json.dumps(alone["tokens"][0]))
-    static, data = read(render_page([TrajectoryFile("", trajectories)], max_bytes=2.2 * (body + tokens)))
-    assert [body is not None for body in data["bodies"]] == [False, False, True, True]  # the last first
-    assert "spent: 2 episodes without their body, 0 more without" in static
-    assert static.count('class="episode"') == 4  # each keeps its summary line
-    static, data = read(render_page([TrajectoryFile("", trajectories[:1])], max_bytes=body + 1))
-    assert data["bodies"][0] is not None and data["tokens"] == [None]
-    assert "spent: 0 episodes without their body, 1 more without their tokens" in static
+    full = len(page.encode())
+    for budget in (full - 1, full * 0.8, 1):
+        smaller = render_page([TrajectoryFile("", trajectories)], max_bytes=budget)
+        static, data = read(smaller)
+        kept = [body is not None for body in data["bodies"]]
+        assert kept == sorted(kept)  # the last episodes first: what is kept is a tail
+        assert not all(kept) or None in data["tokens"]
+        assert "--max-mb) spent:" in static and static.count('class="episode"') == 4  # each keeps its line
+        assert budget == 1 or len(smaller.encode()) <= budget
+        if budget == full - 1:  # a byte short: the last thing weighed, the first episode's tokens, stays out
+            assert kept == [True] * 4 and data["tokens"][0] is None and None not in data["tokens"][1:]
+            assert "0 episodes without their body, 1 more without their tokens" in static
+    assert data["bodies"] == [None] * 4
 
 
 def test_token_data_is_compact() -> None:
