@@ -25,6 +25,13 @@ from tests.conftest import require_browser
 TIMEOUT = 30.0
 
 
+def above_9(fd: int) -> int:
+    """``fd`` moved to a number above 9 (the old one closed)."""
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return high
+
+
 class DevTools:
     """A Chromium started headless with its DevTools protocol on fds 3 (commands in) and 4 (replies out),
     attached to one page: `call` sends a command and waits for its reply, keeping the events that came."""
@@ -32,23 +39,18 @@ class DevTools:
     def __init__(self, chromium: str, profile: Path) -> None:
         to_browser, self._commands = os.pipe()
         self._replies, from_browser = os.pipe()
-
-        def as_fds_3_and_4() -> None:  # in the child, before exec: the pipe ends where Chromium expects them
-            read_end = fcntl.fcntl(to_browser, fcntl.F_DUPFD, 10)
-            write_end = fcntl.fcntl(from_browser, fcntl.F_DUPFD, 10)
-            os.dup2(read_end, 3)
-            os.dup2(write_end, 4)
-
+        # Chromium reads commands on fd 3 and answers on fd 4: bash puts the pipe ends there before it
+        # execs it (moved above 9 first, so that neither end is already 3 or 4).
+        to_browser, from_browser = above_9(to_browser), above_9(from_browser)
         flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
                  "--remote-debugging-pipe", f"--user-data-dir={profile}", "about:blank"]  # fmt: skip
         self.process = subprocess.Popen(
-            [chromium, *flags],
+            ["bash", "-c", f'exec "$0" "$@" 3<&{to_browser} 4>&{from_browser}', chromium, *flags],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            pass_fds=(3, 4),
-            preexec_fn=as_fds_3_and_4,
+            pass_fds=(to_browser, from_browser),
         )
         os.close(to_browser)
         os.close(from_browser)
