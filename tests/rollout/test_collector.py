@@ -171,7 +171,9 @@ def test_an_env_that_is_not_an_episode_env_fails_before_any_episode(scripted: Sc
 def test_a_turn_keeps_its_tool_call_errors_and_format_penalty() -> None:
     """What `gym-swe view` shows per turn: the calls the env could not read and what it took off for them."""
     require_bwrap()
-    broken = ScriptedGenerator(load("tiny-bpe"), ['step 0 <tool_call>{"name": "bash", "arguments": {', SUBMIT])
+    broken = ScriptedGenerator(
+        load("tiny-bpe"), ['step 0 <tool_call>{"name": "bash", "arguments": {', SUBMIT]
+    )
     (trajectory,) = collect(lambda: gymnasium.make("CodeDebug-v0", format_penalty=0.1), broken, ["GymSwe/0"],
                             sampling=SAMPLING)  # fmt: skip
     first, last = trajectory.turns
