@@ -57,9 +57,8 @@ __all__ = [
 MAX_MB = 64.0
 """The default page budget: episodes' bodies and tokens past this many megabytes stay out of the page."""
 
-_PART = re.compile(
-    r"^(?P<whole>.+)\.process\d+\.jsonl$"
-)  # a trainer process's share of a step, while it runs
+# A trainer process's share of a step while the step runs (step_00007.process1.jsonl).
+_PART = re.compile(r"^(?P<whole>.+)\.process\d+\.jsonl$")
 _STEP = re.compile(r"step[_-]?(\d+)", re.IGNORECASE)
 
 
@@ -98,7 +97,12 @@ def _read(path: Path, scanning: bool = False) -> tuple[list[Trajectory] | None, 
             continue
         try:
             data = json.loads(line)
-            if scanning and not trajectories and not (isinstance(data, dict) and "task_id" in data):
+            # A trajectory's line has all its fields; an SFT export's (task_id, messages, tools) has not.
+            if (
+                scanning
+                and not trajectories
+                and not (isinstance(data, dict) and {"task_id", "turns"} <= data.keys())
+            ):
                 return None, "holds no trajectories"
             trajectories.append(Trajectory.from_dict(data))
         except (ValueError, TypeError, AttributeError) as error:

@@ -289,6 +289,9 @@ def test_a_run_directory(tmp_path: Path) -> None:
     save_jsonl([episode("a", True)], run / "trajectories" / "step_00002.process1.jsonl")  # in the whole file
     save_jsonl([episode("b", True)], run / "eval" / "step_00010.jsonl")
     (run / "metrics.jsonl").write_text('{"step": 2, "reward/mean": 0.5}\n')
+    (run / "sft.jsonl").write_text(
+        '{"task_id": "a", "messages": [], "tools": []}\n'
+    )  # gym-swe eval --export-sft
     (run / "args.json").write_text('{"model": "tiny", "group_size": 2}')
     line = json.dumps(episode("c", True).to_dict())
     (run / "trajectories" / "step_00011.jsonl").write_text(line + "\n" + line[:50])  # still being written
@@ -300,7 +303,8 @@ def test_a_run_directory(tmp_path: Path) -> None:
         ("eval/step_00010.jsonl", "eval", 10, 1),
     ]
     assert sorted(note.split(":")[0] for note in notes) == [
-        "metrics.jsonl", "trajectories/step_00002.process1.jsonl", "trajectories/step_00011.jsonl"]  # fmt: skip
+        "metrics.jsonl", "sft.jsonl", "trajectories/step_00002.process1.jsonl", "trajectories/step_00011.jsonl",
+    ]  # fmt: skip
     assert run_settings(run) == run_settings(run / "trajectories") == {"model": "tiny", "group_size": 2}
     assert [f.label for f in load_run(run / "trajectories")[0]][:1] == ["step_00002.jsonl"]
     page = render_page(files, settings=run_settings(run), notes=notes)
