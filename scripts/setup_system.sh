@@ -2,7 +2,9 @@
 # Installs the system packages gym_swe's sandboxes need, and with --docker makes sure a Docker daemon runs.
 #   scripts/setup_system.sh            bubblewrap (the local sandbox), and git, patch, python3-pytest, -venv,
 #                                      npm (it installs the agent harnesses: gym-swe harnesses install)
-#   scripts/setup_system.sh --docker   also docker.io and debootstrap, and starts dockerd if none answers
+#   scripts/setup_system.sh --docker   also docker.io and debootstrap, and starts dockerd if none answers; and
+#                                      chromium, without its recommended packages (the test suite opens
+#                                      gym-swe view's page in it, headless: tests/rollout/test_view_browser.py)
 # Debian/Ubuntu (apt). Elsewhere it says what to install and exits non-zero if it is missing.
 set -euo pipefail
 
@@ -34,6 +36,17 @@ if [ "${#packages[@]}" -gt 0 ]; then
     echo "installing ${packages[*]}"
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+fi
+
+# Chromium alone, without recommends: they would bring a desktop's worth of services (cups, avahi, upower).
+if [ "$want_docker" = 1 ] && ! command -v chromium >/dev/null 2>&1; then
+    if ! command -v apt-get >/dev/null 2>&1; then
+        echo "Please install: chromium (no apt-get here)" >&2
+        exit 1
+    fi
+    echo "installing chromium"
+    [ "${#packages[@]}" -gt 0 ] || $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 
 if [ "$want_docker" = 1 ] && ! docker info >/dev/null 2>&1; then

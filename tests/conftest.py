@@ -1,8 +1,8 @@
 """Shared fixtures. Real components only: a real bubblewrap jail, a real Docker daemon.
 
-Without bubblewrap or a Docker daemon the tests that need them are skipped, except where the environment
-asks for them (`make test` sets GYM_SWE_REQUIRE_DOCKER=1 and GYM_SWE_REQUIRE_BWRAP=1, so in CI a missing
-daemon is a failure, not a silent skip).
+Without bubblewrap, a Docker daemon or Chromium the tests that need them are skipped, except where the
+environment asks for them (`make test` sets GYM_SWE_REQUIRE_DOCKER=1 and GYM_SWE_REQUIRE_BWRAP=1, so in CI a
+missing daemon is a failure, not a silent skip; GYM_SWE_REQUIRE_BROWSER=1 does the same for Chromium).
 """
 
 from __future__ import annotations
@@ -29,6 +29,17 @@ def _unavailable(what: str, flag: str, reason: str) -> None:
 def require_bwrap() -> None:
     if shutil.which("bwrap") is None:
         _unavailable("bubblewrap", "GYM_SWE_REQUIRE_BWRAP", "bwrap is not on PATH")
+
+
+def require_browser() -> str:
+    """The path of a headless-capable Chromium (Debian's chromium; `scripts/setup_system.sh --docker`
+    installs it); skipped without one unless GYM_SWE_REQUIRE_BROWSER=1."""
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        path = shutil.which(name)
+        if path is not None:
+            return path
+    _unavailable("Chromium (the viewer's browser test)", "GYM_SWE_REQUIRE_BROWSER", "no chromium on PATH")
+    raise AssertionError("unreachable")  # _unavailable skips or fails
 
 
 def require_docker() -> None:

@@ -9,7 +9,8 @@
                  [--harness mini-swe-agent|pi|opencode|codex|claude-code|gemini-cli]
     gym-swe serve ENV [KEY=VALUE ...] [--host H] [--port P] [--max-sessions N] [--token-file F]
                                                    the env as an OpenEnv server (sessions, MCP tools)
-    gym-swe view trajectories.jsonl [-o PAGE.html] [--outcome resolved|unresolved|failed] [--min-reward R]
+    gym-swe view trajectories.jsonl|RUN_DIR [-o PAGE.html] [--outcome resolved|unresolved|failed]
+                 [--min-reward R] [--tokenizer DIR] [--max-mb MB]
     gym-swe images build [--method auto|debootstrap|python] [--name NAME] [--force] [--tasks SRC]
                          [--harness mini-swe-agent|pi|opencode]
     gym-swe harnesses install NAME...              npm harnesses and their Node, into gym_swe's cache

@@ -281,6 +281,7 @@ def _advance(episode: _Episode, sample: Any, max_model_len: int) -> bool:
         turn.env_seconds = time.monotonic() - started
         turn.reward, turn.observation = float(reward), observation
         turn.tool_errors = len(info.get("parse_errors", ()))
+        turn.format_penalty = float(info.get("format_penalty", 0.0))
         messages = info["messages"]
         if terminated or truncated:
             _record_end(trajectory, info, terminated=terminated, truncated=truncated)

@@ -35,6 +35,8 @@ class Turn:
     env_seconds: float = 0.0
     tool_errors: int = 0
     """Tool calls of this turn that could not be parsed or run as written (the env's ``parse_errors``)."""
+    format_penalty: float = 0.0
+    """What the env took off this step's reward for a turn it could not parse (its ``format_penalty``)."""
 
 
 @dataclass
@@ -72,6 +74,9 @@ class Trajectory:
     bridged: each segment is a sequence of its own for training. Empty: one segment."""
     forks: int = 0
     """How many times the harness rewrote its history (each one started a segment)."""
+    advantage: float | None = None
+    """The advantage a trainer gave this episode in its loss (None: none recorded; `gym-swe view` then shows
+    the reward minus its group's mean, and says so)."""
     has_token_ids: bool = True
     """False where the generator returned messages, not token ids (``openai-chat``, a hosted model: in
     gym_swe's tool loop, or behind the proxy in black-box mode): ``token_ids``, ``loss_mask`` and

@@ -166,3 +166,16 @@ def test_an_env_that_is_not_an_episode_env_fails_before_any_episode(scripted: Sc
     for envs in ([env], lambda: env):
         with pytest.raises(ConfigError, match="CartPoleEnv is not an episode env: it lacks messages, done"):
             collect(envs, scripted, ["GymSwe/0"], sampling=SAMPLING)
+
+
+def test_a_turn_keeps_its_tool_call_errors_and_format_penalty() -> None:
+    """What `gym-swe view` shows per turn: the calls the env could not read and what it took off for them."""
+    require_bwrap()
+    broken = ScriptedGenerator(
+        load("tiny-bpe"), ['step 0 <tool_call>{"name": "bash", "arguments": {', SUBMIT]
+    )
+    (trajectory,) = collect(lambda: gymnasium.make("CodeDebug-v0", format_penalty=0.1), broken, ["GymSwe/0"],
+                            sampling=SAMPLING)  # fmt: skip
+    first, last = trajectory.turns
+    assert (first.tool_errors, first.format_penalty, first.reward) == (1, 0.1, pytest.approx(-0.1))
+    assert (last.tool_errors, last.format_penalty) == (0, 0.0)
