@@ -22,7 +22,7 @@ from gym_swe.rollout.view_tokens import load_tokenizer
 from tests.cli.shell import gym_swe
 from tests.conftest import require_browser
 
-TIMEOUT = 30.0
+TIMEOUT = 120.0  # a hang guard, not a speed check: a loaded machine starts Chromium slowly
 
 
 def above_9(fd: int) -> int:
