@@ -104,8 +104,7 @@ class Args:
     sandbox: str = option("local", """Where agent code runs: "local" (bubblewrap) or "docker".""")
     max_turns: int | None = option(
         None,
-        """Turns per episode (the env's max_turns and max_episode_steps); default: the env's own limit, the
-        one it registers.""",
+        """Turns per episode (the env's max_turns: graded when it is reached); default: the env's own.""",
         kind=int,
     )
     env_kwargs: str = option(

@@ -76,13 +76,13 @@ def make_optimizer(args: Args, model: Any) -> tuple[Any, Any]:
 
 def make_kwargs(args: Args) -> dict[str, Any]:
     """``gymnasium.make``'s kwargs for --env: the task source, the sandbox, --env_kwargs, and --max_turns
-    where given (as the env's max_turns and its step limit both); else the env keeps the limit it registers,
-    as `gym-swe eval` does."""
+    where given (the env's max_turns, its episodes' length); else the env keeps its own, as `gym-swe eval`
+    does."""
     try:
         extra = json.loads(args.env_kwargs) if args.env_kwargs else {}
     except ValueError as error:
         raise ConfigError(f"--env_kwargs is not JSON: {error}") from None
-    turns = {"max_turns": args.max_turns, "max_episode_steps": args.max_turns} if args.max_turns else {}
+    turns = {"max_turns": args.max_turns} if args.max_turns else {}
     return {"tasks": args.tasks, "sandbox": args.sandbox, **turns, **extra}
 
 

@@ -18,6 +18,10 @@ one, each request carries `turn_seed` (run seed, task id, sample index, turn ind
 sample and turn, the same in every run, so a seeded run repeats exactly where its generator is deterministic
 (``hf``) while the samples of a group still differ.
 
+An episode that a wrapper ended rather than the env (a step limit added after ``gymnasium.make``, whose own
+``max_episode_steps`` is the env's graded limit) is graded then, through the env's ``truncate``, with
+``end_reason="time_limit"``: every trajectory that did not fail has its grade.
+
 Stopping: Ctrl-C in the thread that called `collect` (or SIGTERM, which
 `gym_swe.rollout.stopping.signals_interrupt` turns into the same), an exception from ``on_trajectory``, or a
 `Stop` set from another thread ends the collection early. No episode starts or plays another turn, the command
@@ -282,6 +286,12 @@ def _advance(episode: _Episode, sample: Any, max_model_len: int) -> bool:
         turn.reward, turn.observation = float(reward), observation
         turn.tool_errors = len(info.get("parse_errors", ()))
         messages = info["messages"]
+        if (terminated or truncated) and not env.done:
+            # A wrapper ended the episode, not the env (a step limit added after gymnasium.make): graded now,
+            # as at max_turns, so that the trajectory has its grade and reward.
+            reason = "time_limit" if truncated else "ended_by_wrapper"
+            _record_end(trajectory, env.truncate(reason), terminated=terminated, truncated=truncated)
+            return True
         if terminated or truncated:
             _record_end(trajectory, info, terminated=terminated, truncated=truncated)
             return True

@@ -176,7 +176,7 @@ def _run(options: EvalOptions, play: Callable[..., list[Trajectory]]) -> int:
 
     kwargs: dict[str, Any] = {"tasks": options.tasks, "sandbox": options.sandbox}
     if options.max_turns:
-        kwargs.update(max_turns=options.max_turns, max_episode_steps=options.max_turns)
+        kwargs["max_turns"] = options.max_turns
     probe = gymnasium.make(options.env, **kwargs)
     try:
         tasks = tool_env(probe).tasks

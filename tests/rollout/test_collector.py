@@ -166,3 +166,13 @@ def test_an_env_that_is_not_an_episode_env_fails_before_any_episode(scripted: Sc
     for envs in ([env], lambda: env):
         with pytest.raises(ConfigError, match="CartPoleEnv is not an episode env: it lacks messages, done"):
             collect(envs, scripted, ["GymSwe/0"], sampling=SAMPLING)
+
+
+def test_an_episode_a_wrapper_cut_is_graded(scripted: ScriptedGenerator) -> None:
+    """A step limit of the user's own, added after gymnasium.make, ends the episode outside the env: the
+    collector grades it through the env's truncate, so the trajectory has a grade and a reason."""
+    require_bwrap()
+    make = lambda: gymnasium.wrappers.TimeLimit(gymnasium.make("CodeDebug-v0"), 1)  # noqa: E731
+    [trajectory] = collect(make, scripted, ["GymSwe/1"], sampling=SAMPLING)
+    assert trajectory.truncated and trajectory.end_reason == "time_limit" and not trajectory.failed
+    assert trajectory.grade is not None and trajectory.grade["total"] > 0 and len(trajectory.turns) == 1
