@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import random
 import sys
@@ -202,9 +203,10 @@ def shut_down(args: Args, pending: Future | None, envs: Any, eval_envs: Any, gen
 
 
 def play_episodes(args: Args) -> Any:
-    """gym_swe's collector, or with --harness that harness's, which has the same surface."""
+    """gym_swe's collector (without a bar of its own: the trainer has one), or with --harness that harness's,
+    which has the same surface."""
     if not args.harness:
-        return collect
+        return functools.partial(collect, progress=False)
     from gym_swe.integrations.harnesses.collector import collector_for
 
     return collector_for(args.harness)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -38,6 +37,7 @@ from gym_swe.rollout.collector import collect
 from gym_swe.rollout.evaluation import failure_reasons, summarize
 from gym_swe.rollout.export import export_sft
 from gym_swe.rollout.generators import Generator, SamplingParams, make_generator
+from gym_swe.rollout.progress import Progress
 from gym_swe.rollout.stopping import interrupt_of, signals_interrupt
 from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, load_jsonl, save_jsonl
 
@@ -154,53 +154,6 @@ def build_generator(args: EvalOptions) -> Generator:
     )
 
 
-class Progress:
-    """A progress bar on stderr that moves as episodes end, with the turns played so far: a batched generator
-    plays episodes in lockstep, so they tend to end together, and the turns show the run is moving."""
-
-    def __init__(self, total: int) -> None:
-        from tqdm import tqdm
-
-        self.turns = self.resolved = self.failed = 0
-        self.bar = tqdm(
-            total=total,
-            desc="eval",
-            file=sys.stderr,
-            dynamic_ncols=True,
-            mininterval=0,  # an episode's end is rare enough to draw each one; turns are drawn 2 a second
-            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} episodes [{elapsed}<{remaining}"
-            "{postfix}]",
-            postfix=self._counts(),
-        )
-        self._lock = threading.Lock()  # episodes step and end in the collector's threads
-        self._shown_at = 0.0
-
-    def on_turn(self) -> None:
-        with self._lock:
-            self.turns += 1
-            now = time.monotonic()
-            refresh = now - self._shown_at > 0.5  # a step can take milliseconds: do not redraw for each
-            if refresh:
-                self._shown_at = now
-            self._postfix(refresh)
-
-    def on_trajectory(self, trajectory: Trajectory) -> None:
-        with self._lock:
-            self.resolved += trajectory.resolved
-            self.failed += trajectory.failed
-            self._postfix(refresh=False)
-            self.bar.update(1)
-
-    def close(self) -> None:
-        self.bar.close()
-
-    def _counts(self) -> str:
-        return f"{self.turns} turns, {self.resolved} resolved, {self.failed} failed"
-
-    def _postfix(self, refresh: bool) -> None:
-        self.bar.set_postfix_str(self._counts(), refresh=refresh)
-
-
 class TurnCallback(gymnasium.Wrapper):
     """Calls ``on_turn`` after each step: the progress bar's view of turns, no change to the env."""
 
@@ -252,11 +205,12 @@ def _run(options: EvalOptions, play: Callable[..., list[Trajectory]]) -> int:
         max_tokens=options.max_tokens, temperature=options.temperature, top_p=options.top_p
     )
     total = len(task_ids) * options.samples
-    progress = Progress(total)
+    progress = Progress(total, desc="eval")
     make_env: Callable[[], gymnasium.Env[Any, Any]]
     turns: dict[str, Any]
     if play is collect:  # gym_swe's tool loop: a turn is an env step
-        make_env, turns = (lambda: TurnCallback(gymnasium.make(options.env, **kwargs), progress.on_turn)), {}
+        make_env = lambda: TurnCallback(gymnasium.make(options.env, **kwargs), progress.on_turn)  # noqa: E731
+        turns = {"progress": False}  # the eval's bar is the one shown
     else:  # a harness steps the env only to submit: its turns are its model's, which it counts
         make_env, turns = (lambda: gymnasium.make(options.env, **kwargs)), {"on_turn": progress.on_turn}
     interrupted = None

@@ -176,3 +176,18 @@ def test_an_episode_a_wrapper_cut_is_graded(scripted: ScriptedGenerator) -> None
     [trajectory] = collect(make, scripted, ["GymSwe/1"], sampling=SAMPLING)
     assert trajectory.truncated and trajectory.end_reason == "time_limit" and not trajectory.failed
     assert trajectory.grade is not None and trajectory.grade["total"] > 0 and len(trajectory.turns) == 1
+
+
+def test_a_progress_bar_shows_episodes_and_turns_when_asked_or_on_a_terminal(
+    scripted: ScriptedGenerator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A collection takes minutes: with progress=True (the default on a terminal) a bar on stderr moves as
+    episodes end and counts the turns; off a terminal (here, captured) the default shows none."""
+    require_bwrap()
+    collect(lambda: gymnasium.make("CodeDebug-v0"), scripted, ["GymSwe/0", "GymSwe/1"], sampling=SAMPLING,
+            progress=True)  # fmt: skip
+    bar = capsys.readouterr().err
+    assert bar.index("collect:") < bar.index("1/2 episodes") < bar.index("2/2 episodes")
+    assert "4 turns, 0 resolved, 0 failed]" in bar
+    collect(lambda: gymnasium.make("CodeDebug-v0"), scripted, ["GymSwe/0"], sampling=SAMPLING)
+    assert capsys.readouterr().err == ""
