@@ -446,7 +446,7 @@ def read_config(path: Path) -> dict[str, Any]:
     try:
         import yaml
     except ImportError:
-        raise missing_dependency("yaml", "train", feature="--config") from None
+        raise missing_dependency("pyyaml", "train", feature="--config") from None
 
     names = {}
     for item in dataclasses.fields(Args):
@@ -587,21 +587,31 @@ def validate(args: Args) -> None:
 def check_packages(args: Args) -> None:
     """The packages the run needs, each looked up without importing it: a missing one is one line with the
     command that installs it, before anything loads (not a traceback after the model did)."""
-    needed = [("torch", "train", "The trainer"), ("transformers", "train", "The trainer"),
-              ("accelerate", "train", "The trainer"),
-              ("matplotlib", "train", "The trainer's reward.png")]  # fmt: skip
-    needed += [(module, extra, feature) for wanted, module, extra, feature in (
-        (args.lora, "peft", "train", "--lora"),
-        (args.generator == "vllm", "vllm", "vllm", "--generator vllm"),
-        (args.log_with == "tensorboard", "tensorboard", "train", "--log_with tensorboard"),
-        (args.sandbox == "docker" and not args.env_url, "docker", "docker", "--sandbox docker"),
-        (bool(args.ray_address), "ray", "ray", "--ray_address"),
-        (bool(args.env_url), "websockets", "serve-client", "--env_url"),
-    ) if wanted]  # fmt: skip
-    for module, extra, feature in needed:
-        if importlib.util.find_spec(module) is None:
-            raise missing_dependency(module, extra, feature=feature)
-    if args.log_with in ("wandb", "trackio") and importlib.util.find_spec(args.log_with) is None:
+
+    def absent(module: str) -> bool:
+        return importlib.util.find_spec(module) is None
+
+    if absent("torch"):
+        raise missing_dependency("torch", "train", feature="The trainer")
+    if absent("transformers"):
+        raise missing_dependency("transformers", "train", feature="The trainer")
+    if absent("accelerate"):
+        raise missing_dependency("accelerate", "train", feature="The trainer")
+    if absent("matplotlib"):
+        raise missing_dependency("matplotlib", "train", feature="The trainer's reward.png")
+    if args.lora and absent("peft"):
+        raise missing_dependency("peft", "train", feature="--lora")
+    if args.generator == "vllm" and absent("vllm"):
+        raise missing_dependency("vllm", "vllm", feature="--generator vllm")
+    if args.log_with == "tensorboard" and absent("tensorboard"):
+        raise missing_dependency("tensorboard", "train", feature="--log_with tensorboard")
+    if args.sandbox == "docker" and not args.env_url and absent("docker"):
+        raise missing_dependency("docker", "docker", feature="--sandbox docker")
+    if args.ray_address and absent("ray"):
+        raise missing_dependency("ray", "ray", feature="--ray_address")
+    if args.env_url and absent("websockets"):
+        raise missing_dependency("websockets", "serve-client", feature="--env_url")
+    if args.log_with in ("wandb", "trackio") and absent(args.log_with):
         raise MissingDependencyError(
             f"--log_with {args.log_with} needs the Python package {args.log_with!r}, which is not installed. "
             f"Install it with: pip install {args.log_with} (or --log_with tensorboard or none)"
