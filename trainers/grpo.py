@@ -68,7 +68,7 @@ from gym_swe.rollout.trajectory import Trajectory
 # isort: split
 import grpo_setup as setup  # the modules beside this one, by name (a script's directory is on the path)
 from grpo_batching import MicroBatch, Row, forward_each, pack_microbatches, rows_of, token_logprobs
-from grpo_config import LOSSES, Args
+from grpo_config import LOSSES, Args, parse_args  # noqa: F401  (grpo.parse_args: for scripts driving main)
 from grpo_run_dir import RunDirectory, run_directory, trajectory_metrics
 
 
