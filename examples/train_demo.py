@@ -1,5 +1,5 @@
-"""A few minutes of GRPO on CPU (what `make demo` runs after the scripted episode): a tiny random model learns the
-toy env's reward (examples/toy_env.py: the share of vowels it writes), and the run directory holds the
+"""A few minutes of GRPO on CPU (what `make demo` runs after the scripted episode): a tiny random model learns
+the toy env's reward (examples/toy_env.py: the share of vowels it writes), and the run directory holds the
 learning curve, metrics, trajectories, a checkpoint and the final model.
 
     python examples/train_demo.py [--steps 30] [--output_dir runs]
