@@ -59,7 +59,9 @@ def test_max_turns_is_the_episode_length_whatever_gymnasium_make_wraps(
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_max_turns_and_max_episode_steps_that_disagree_are_refused_naming_both(env_id: str) -> None:
-    with pytest.raises(ConfigError, match=r"^max_turns=40 and max_episode_steps=30 disagree: an episode has one"):
+    with pytest.raises(
+        ConfigError, match=r"^max_turns=40 and max_episode_steps=30 disagree: an episode has one"
+    ):
         gymnasium.make(env_id, max_turns=40, max_episode_steps=30)
 
 
@@ -71,7 +73,9 @@ def test_make_vec_sub_envs_get_the_same_limit() -> None:
         vector.close()
 
 
-@pytest.mark.parametrize("kwargs", [{"max_turns": 2}, {"max_episode_steps": 2}, {"max_turns": 2, "max_episode_steps": 2}])
+@pytest.mark.parametrize(
+    "kwargs", [{"max_turns": 2}, {"max_episode_steps": 2}, {"max_turns": 2, "max_episode_steps": 2}]
+)
 def test_the_last_step_is_graded_with_its_reason(kwargs: dict[str, int]) -> None:
     """A real episode through make's whole chain: the step that reaches the limit carries the grade."""
     require_bwrap()
