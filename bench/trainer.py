@@ -184,7 +184,7 @@ def run_ours(model: str, steps: int, out: Path) -> dict[str, Any]:
     summary = grpo.main(grpo.parse_args(flags))
     tokens = []
     for step in range(steps):
-        path = Path(summary["trajectories"]) / f"step_{step:05d}.jsonl"
+        path = Path(summary["trajectories"]) / f"step_{step}.jsonl"
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         tokens.append(sum(sum(row["loss_mask"]) for row in rows))
     ends = [end for _, end in clock.calls["end"]]

@@ -1,11 +1,11 @@
-"""A minute of GRPO on CPU (what `make demo` runs after the scripted episode): a tiny random model learns the
-toy env's reward (examples/toy_env.py: the share of vowels it writes), and the run directory holds the
+"""A few minutes of GRPO on CPU (what `make demo` runs after the scripted episode): a tiny random model learns
+the toy env's reward (examples/toy_env.py: the share of vowels it writes), and the run directory holds the
 learning curve, metrics, trajectories, a checkpoint and the final model.
 
     python examples/train_demo.py [--steps 30] [--output_dir runs]
 
 It is the same trainer as for real runs (trainers/grpo.py); only the model (two layers, 64 wide, over a small
-tokenizer trained here on gym_swe's own source) and the env are toys, so that it learns in a minute. The
+tokenizer trained here on gym_swe's own source) and the env are toys, so that it learns in minutes. The
 tiny model is built once, in ``<output_dir>/models``; the run goes to ``<output_dir>/demo-toy``.
 """
 
@@ -25,7 +25,7 @@ from gym_swe.rollout.tiny import make_tiny_bpe_model  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=30, help="GRPO steps (default 30, about a minute)")
+    parser.add_argument("--steps", type=int, default=30, help="GRPO steps (default 30, a few minutes on CPU)")
     parser.add_argument("--output_dir", default="runs", help="where the run directory goes (default runs)")
     options = parser.parse_args()
     model = make_tiny_bpe_model(Path(options.output_dir) / "models")

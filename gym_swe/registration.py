@@ -1,12 +1,17 @@
 """The envs gym_swe registers with Gymnasium, as one flat list with string entry points, so importing
-gym_swe loads no env code (only ``gymnasium.make`` does)."""
+gym_swe loads no env code (only ``gymnasium.make`` does).
+
+No env registers a step limit (``max_episode_steps``): an episode's length is the env's own ``max_turns``,
+at whose end the env grades it. Each gets `gym_swe.envs.limits.TurnLimit` as an additional wrapper instead,
+which makes a ``max_episode_steps`` given to ``gymnasium.make`` that same limit (see its module); an env
+added to `ENVS` gets it too."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from gymnasium.envs.registration import register, registry
+from gymnasium.envs.registration import WrapperSpec, register, registry
 
 from gym_swe.errors import ConfigError, unknown_name
 
@@ -16,7 +21,6 @@ class EnvRegistration(TypedDict):
 
     id: str
     entry_point: str
-    max_episode_steps: int
     kwargs: dict[str, Any]
 
 
@@ -24,13 +28,11 @@ ENVS: list[EnvRegistration] = [
     {
         "id": "CodeDebug-v0",
         "entry_point": "gym_swe.envs.codedebug:CodeDebugEnv",
-        "max_episode_steps": 30,
         "kwargs": {},
     },
     {
         "id": "SWEGym-v0",
         "entry_point": "gym_swe.envs.swegym:SWEGymEnv",
-        "max_episode_steps": 50,
         "kwargs": {},
     },
 ]
@@ -44,11 +46,16 @@ def check_env_id(env_id: str) -> str:
     return env_id
 
 
+TURN_LIMIT = WrapperSpec(name="TurnLimit", entry_point="gym_swe.envs.limits:TurnLimit", kwargs={})
+"""`gym_swe.envs.limits.TurnLimit`, as ``gymnasium.make`` applies it after its TimeLimit."""
+
+
 def register_envs() -> None:
-    """Register every env of ``ENVS`` not yet in Gymnasium's registry (importing twice is harmless)."""
+    """Register every env of ``ENVS`` not yet in Gymnasium's registry (importing twice is harmless), each
+    without a step limit of its own and with `TURN_LIMIT`."""
     for spec in ENVS:
         if spec["id"] not in registry:
-            register(**spec)
+            register(**spec, additional_wrappers=(TURN_LIMIT,))
 
 
 def _codedebug_sources() -> dict[str, str]:

@@ -43,10 +43,16 @@ other wrong answer (see gym_swe's security notes). Groups whose rewards are all 
 
 from __future__ import annotations
 
+import sys
+
+if __name__ == "__main__":  # the command line is checked before torch loads: --help or a refusal at once
+    from grpo_config import command_line
+
+    ARGS = command_line()
+
 import contextlib
 import math
 import random
-import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -62,7 +68,7 @@ from gym_swe.rollout.trajectory import Trajectory
 # isort: split
 import grpo_setup as setup  # the modules beside this one, by name (a script's directory is on the path)
 from grpo_batching import MicroBatch, Row, forward_each, pack_microbatches, rows_of, token_logprobs
-from grpo_config import LOSSES, Args, parse_args
+from grpo_config import LOSSES, Args, parse_args  # noqa: F401  (grpo.parse_args: for scripts driving main)
 from grpo_run_dir import RunDirectory, run_directory, trajectory_metrics
 
 
@@ -360,8 +366,12 @@ def main(args: Args) -> dict[str, Any]:
     from accelerate.utils import set_seed
     from tqdm import tqdm
 
-    # SETUP: the run directory (one holding an earlier run is refused before anything loads), trackers, seeds
+    # CHECKS beyond the flags (which were checked before torch loaded), before anything loads or is written:
+    # the run directory's name free, the env and its tasks, the served envs or the vLLM server answering
     path, resume_from = run_directory(args)
+    facts = setup.check_run(args)  # the env's tasks, split for training and eval, and its turn limit
+
+    # SETUP: the run directory, trackers, seeds
     log_with = None if args.log_with == "none" else args.log_with
     accelerator = Accelerator(mixed_precision=args.mixed_precision, log_with=log_with, project_dir=str(path))
     set_seed(args.seed)
@@ -388,7 +398,6 @@ def main(args: Args) -> dict[str, Any]:
     stop = Stop()
     step = 0
     try:
-        facts = setup.read_env(args)  # its tasks, split for training and eval, and its turn limit
         train_ids, eval_ids = facts.train_ids, facts.eval_ids
         budget = setup.generation_budget(args, facts.max_turns)  # dr_grpo's constant
         envs, eval_envs = setup.make_envs(args, accelerator, eval_ids)
@@ -421,7 +430,7 @@ def main(args: Args) -> dict[str, Any]:
             # EVAL: held-out tasks, step 0 (the base model) included; never while a collection runs
             if eval_ids and args.eval_every and step % args.eval_every == 0:
                 metrics["eval/pass@1"] = setup.evaluate(
-                    args, eval_envs, generator, eval_ids, accelerator, step, stop
+                    args, eval_envs, generator, eval_ids, accelerator, step, stop, run_dir.write_eval
                 )
 
             collected = collected or collect_step(step, version)
@@ -474,7 +483,9 @@ def main(args: Args) -> dict[str, Any]:
         if eval_ids and args.eval_every:
             if background is not None:  # --async syncs as a step starts: the last update is not in yet
                 setup.sync_generator(args, accelerator, generator, model)
-            passed = setup.evaluate(args, eval_envs, generator, eval_ids, accelerator, args.steps, stop)
+            passed = setup.evaluate(
+                args, eval_envs, generator, eval_ids, accelerator, args.steps, stop, run_dir.write_eval
+            )
             run_dir.write_step({"step": args.steps, "eval/pass@1": passed}, None, log_with)
         checkpoint = run_dir.save_checkpoint(args.steps, version)
         final = run_dir.save_model(model, tokenizer)
@@ -495,4 +506,4 @@ def main(args: Args) -> dict[str, Any]:
 
 
 if __name__ == "__main__":  # a refusal, a breakdown or Ctrl-C / SIGTERM: one line and its exit code
-    sys.exit(setup.run_as_script(lambda: main(parse_args())))
+    sys.exit(setup.run_as_script(lambda: main(ARGS)))

@@ -9,6 +9,11 @@ empty defaults as ``(default: )``, takes only the underscore spelling and lets a
 Flags are documented with underscores, the fields' own names, which are also the keys of a ``--config``
 YAML file; the dashed spelling (``--max-turns``) is accepted too and left out of ``--help``. No prefix
 stands for a flag (``--max`` is an unknown flag, not ``--max_turns``), and an unknown one names the nearest.
+TRL's ``GRPOConfig`` names are accepted where the knob means the same (`TRL_ALIASES`: ``--num_generations``
+is ``--group_size``), and answered with the knob to use where it does not (`TRL_HINTS`).
+
+Everything here is checked before torch is imported (`command_line`): the flags, the names (env, sandbox,
+model path), and the packages the chosen setting needs; ``--help`` and a refusal take a fraction of a second.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import importlib.util
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,9 +31,10 @@ from typing import Any
 import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
-from gym_swe.errors import ConfigError, unknown_name
+from gym_swe.errors import ConfigError, MissingDependencyError, missing_dependency, unknown_name
 from gym_swe.integrations.harnesses.registry import HARNESS_NAMES
 from gym_swe.rollout.generators.model_names import check_model_name
+from gym_swe.sandbox import BACKENDS
 
 SCALES = ("group", "batch", "none")
 GENERATORS = ("hf", "vllm", "vllm-server")
@@ -101,11 +108,12 @@ class Args:
     tasks: str = option(
         "bundled", """The env's task source: "bundled", a dataset name, or a .jsonl/.parquet path."""
     )
-    sandbox: str = option("local", """Where agent code runs: "local" (bubblewrap) or "docker".""")
+    sandbox: str = option(
+        "local", """Where agent code runs: "local" (bubblewrap) or "docker".""", choices=tuple(BACKENDS)
+    )
     max_turns: int | None = option(
         None,
-        """Turns per episode (the env's max_turns and max_episode_steps); default: the env's own limit, the
-        one it registers.""",
+        """Turns per episode (the env's max_turns: graded when it is reached); default: the env's own.""",
         kind=int,
     )
     env_kwargs: str = option(
@@ -273,6 +281,61 @@ class Args:
                 setattr(self, name, getattr(own, name))
 
 
+TRL_ALIASES = {
+    "num_generations": "group_size",
+    "num_iterations": "updates_per_batch",
+    "loss_type": "loss",
+    "epsilon": "eps_low",
+    "epsilon_high": "eps_high",
+    "scale_rewards": "advantage_scale",
+    "mask_truncated_completions": "mask_truncated",
+    "vllm_importance_sampling_cap": "tis_cap",
+    "lr_scheduler_type": "lr_schedule",
+    "save_steps": "save_every",
+    "report_to": "log_with",
+    "vllm_server_base_url": "base_url",
+}
+"""TRL ``GRPOConfig`` names accepted as flags (and config keys) for the knob of the same meaning here, by
+its field name (the values each takes are this trainer's: ``--loss_type bnpo`` is refused with the known
+losses). The same names TRL has (``--learning_rate``, ``--beta``, ``--temperature``...) need none."""
+_BATCH = (
+    "a step's batch is --tasks_per_step groups of --group_size episodes each, trained in micro-batches of at "
+    "most --max_tokens_per_microbatch tokens whose gradients accumulate"
+)
+TRL_HINTS = {
+    "max_completion_length": "a turn samples at most --max_new_tokens tokens, and a whole trajectory "
+    "(prompt, turns, tool results) holds at most --max_model_len",
+    "max_prompt_length": "a whole trajectory, prompt included, holds at most --max_model_len tokens",
+    "per_device_train_batch_size": _BATCH,
+    "gradient_accumulation_steps": _BATCH,
+    "steps_per_generation": "each step collects a fresh batch, and takes --updates_per_batch optimizer steps "
+    "on it",
+    "max_steps": "--steps (optimisation steps, each on a freshly collected batch)",
+    "num_train_epochs": "--steps (optimisation steps, each on a freshly collected batch)",
+    "use_vllm": "--generator vllm (in-process) or --generator vllm-server (a server at --base_url)",
+    "vllm_mode": "--generator vllm (colocate: in-process) or --generator vllm-server (server, at --base_url)",
+    "bf16": "--mixed_precision bf16",
+    "fp16": "--mixed_precision fp16",
+    "importance_sampling_level": "--loss gspo (sequence-level ratios)",
+    "logging_steps": "every step is logged (metrics.jsonl, and the tracker of --log_with)",
+    "eval_steps": "--eval_every",
+    "eval_strategy": "--eval_every",
+    "save_strategy": "--save_every",
+    "resume_from_checkpoint": "--resume",
+    "top_k": "sampling takes --temperature and --top_p only",
+    "min_p": "sampling takes --temperature and --top_p only",
+    "repetition_penalty": "sampling takes --temperature and --top_p only",
+    "num_generations_eval": "--eval_holdout or --eval_task_ids (one sample per held-out task)",
+    "reward_funcs": 'the env grades: --env_kwargs \'{"reward": "fraction"}\' for the share of tests passed',
+}
+"""TRL ``GRPOConfig`` names of knobs this trainer has otherwise (or not at all): what to use instead."""
+
+
+def trl_names(field_name: str) -> list[str]:
+    """The TRL names accepted for a field (`TRL_ALIASES`)."""
+    return [trl for trl, name in TRL_ALIASES.items() if name == field_name]
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, whose errors (a flag without its value, a number that is not one) are ConfigErrors: one
     line and exit 2 from grpo.py, like every other refusal."""
@@ -312,8 +375,12 @@ def build_parser() -> argparse.ArgumentParser:
         text = item.metadata["help"]
         if not (item.default is None or item.default is False or item.default == ""):  # None: help says
             text += f" (default: {item.default})"
+        trl = trl_names(item.name)
+        if trl:
+            text += " TRL's name: " + ", ".join(f"--{name}" for name in trl) + "."
         group.add_argument(flag, dest=item.name, default=item.default, help=text.replace("%", "%%"), **typed)
-        others = sorted({spelling for name in (flag[2:], item.name) for spelling in spellings(name)} - {flag})
+        names = (flag[2:], item.name, *trl)
+        others = sorted({spelling for name in names for spelling in spellings(name)} - {flag})
         if others:
             group.add_argument(
                 *others, dest=item.name, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **typed
@@ -334,6 +401,19 @@ def _boolean(value: str) -> bool:
     raise argparse.ArgumentTypeError(f"{value!r} is not true or false")
 
 
+def command_line(argv: Sequence[str] | None = None) -> Args:
+    """``python trainers/grpo.py``'s command line, parsed and checked (`parse_args`) before the trainer
+    imports torch, and the packages the setting needs looked up (`check_packages`): ``--help`` prints and
+    exits 0, a refusal is one line on stderr and exit status 2."""
+    try:
+        args = parse_args(argv)
+        check_packages(args)
+        return args
+    except (ConfigError, MissingDependencyError) as error:
+        print(f"grpo.py: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def parse_args(argv: Sequence[str] | None = None) -> Args:
     """``--config run.yaml`` (its keys are the flags' names) then flags, which win; checked by validate."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -348,8 +428,12 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
         flag = next((word for word in unused if word.startswith("-")), unused[0])
         if not flag.startswith("-"):
             raise ConfigError(f"unexpected argument {flag!r}: every value follows its --flag")
+        name = flag.partition("=")[0]
+        hint = TRL_HINTS.get(name.lstrip("-").replace("-", "_"))
+        if hint is not None:
+            raise ConfigError(f"{name} is TRL's GRPOConfig knob; here: {hint}. See --help.")
         known = ["--config", *(flag_of(item) for item in dataclasses.fields(Args))]
-        raise ConfigError(unknown_name("flag", flag.partition("=")[0], known) + " See --help.")
+        raise ConfigError(unknown_name("flag", name, known) + " See --help.")
     del namespace.config
     args = Args(**vars(namespace))
     validate(args)
@@ -357,25 +441,42 @@ def parse_args(argv: Sequence[str] | None = None) -> Args:
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    """A ``--config`` file's values by field name; a key may be spelt as its flag is (``max-turns``)."""
-    import yaml
+    """A ``--config`` file's values by field name; a key may be spelt as its flag is (``max-turns``,
+    ``async``) or as TRL names it (``num_generations``). A file YAML cannot read is one line saying where."""
+    try:
+        import yaml
+    except ImportError:
+        raise missing_dependency("pyyaml", "train", feature="--config") from None
 
     names = {}
     for item in dataclasses.fields(Args):
-        for name in (item.name, flag_of(item)[2:]):
+        for name in (item.name, flag_of(item)[2:], *trl_names(item.name)):
             names.update({spelling[2:]: item.name for spelling in spellings(name)})
     try:
         config = yaml.safe_load(path.read_text()) or {}
     except OSError as error:
         raise ConfigError(f"--config {path}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"--config {path}: not YAML: {_yaml_problem(error)}") from None
     if not isinstance(config, dict):
         raise ConfigError(f"--config {path}: not a mapping of flag names to values")
     for key in config:
-        if key not in names:
+        if str(key) in TRL_HINTS:
             raise ConfigError(
-                unknown_name("config key", key, [item.name for item in dataclasses.fields(Args)])
+                f"--config {path}: {key!r} is TRL's GRPOConfig knob; here: {TRL_HINTS[str(key)]}"
             )
+        if key not in names:
+            flags = [flag_of(item)[2:] for item in dataclasses.fields(Args)]
+            raise ConfigError(f"--config {path}: " + unknown_name("key", key, flags))
     return {names[key]: value for key, value in config.items()}
+
+
+def _yaml_problem(error: Exception) -> str:
+    """A YAML error on one line: what is wrong and where (line and column from 1), without the excerpt."""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    mark = getattr(error, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{problem}{where}"
 
 
 def validate(args: Args) -> None:
@@ -481,6 +582,40 @@ def validate(args: Args) -> None:
 
         if (reason := sleep_mode_refusal()) is not None:
             raise ConfigError(f"--vllm_sleep cannot work here: {reason}")
+
+
+def check_packages(args: Args) -> None:
+    """The packages the run needs, each looked up without importing it: a missing one is one line with the
+    command that installs it, before anything loads (not a traceback after the model did)."""
+
+    def absent(module: str) -> bool:
+        return importlib.util.find_spec(module) is None
+
+    if absent("torch"):
+        raise missing_dependency("torch", "train", feature="The trainer")
+    if absent("transformers"):
+        raise missing_dependency("transformers", "train", feature="The trainer")
+    if absent("accelerate"):
+        raise missing_dependency("accelerate", "train", feature="The trainer")
+    if absent("matplotlib"):
+        raise missing_dependency("matplotlib", "train", feature="The trainer's reward.png")
+    if args.lora and absent("peft"):
+        raise missing_dependency("peft", "train", feature="--lora")
+    if args.generator == "vllm" and absent("vllm"):
+        raise missing_dependency("vllm", "vllm", feature="--generator vllm")
+    if args.log_with == "tensorboard" and absent("tensorboard"):
+        raise missing_dependency("tensorboard", "train", feature="--log_with tensorboard")
+    if args.sandbox == "docker" and not args.env_url and absent("docker"):
+        raise missing_dependency("docker", "docker", feature="--sandbox docker")
+    if args.ray_address and absent("ray"):
+        raise missing_dependency("ray", "ray", feature="--ray_address")
+    if args.env_url and absent("websockets"):
+        raise missing_dependency("websockets", "serve-client", feature="--env_url")
+    if args.log_with in ("wandb", "trackio") and absent(args.log_with):
+        raise MissingDependencyError(
+            f"--log_with {args.log_with} needs the Python package {args.log_with!r}, which is not installed. "
+            f"Install it with: pip install {args.log_with} (or --log_with tensorboard or none)"
+        )
 
 
 def check_env(env_id: str) -> None:

@@ -1,11 +1,17 @@
 """The run directory of ``trainers/grpo.py``: where a run writes, what it writes there, and how it continues.
 
-    RUN/args.json                     the Args of the run
-    RUN/metrics.jsonl                 one line of metrics per step (RUN/RUN: the tracker's own logs)
-    RUN/trajectories/step_N.jsonl     each episode of step N, written as it ends
-    RUN/checkpoints/step_N/           model, optimizer, scheduler and RNG states, and trainer_state.json
-    RUN/model/                        the final model (save_pretrained)
-    RUN/reward.png                    the curve
+    RUN/args.json                       the Args of the run
+    RUN/metrics.jsonl                   one line of metrics per step, ours and TRL's names (`trl_metrics`)
+    RUN/tensorboard/                    the tensorboard log (--log_with tensorboard)
+    RUN/trajectories/step_N.jsonl       each episode of step N, written as it ends
+    RUN/trajectories/eval_step_N.jsonl  the held-out episodes behind eval/pass@1 at step N (N = --steps: the
+                                        final model's); the same schema
+    RUN/checkpoints/step_N/             model, optimizer, scheduler and RNG states, and trainer_state.json
+    RUN/model/                          the final model (save_pretrained)
+    RUN/reward.png                      the curve
+
+One naming throughout: ``step_N``, N the number of updates done before it (no zero padding), for the
+trajectories of step N and for the checkpoint that continues from it.
 
 A directory that holds an earlier run is refused unless the run continues it (``--resume``) or starts it
 afresh (``--overwrite``), so that two runs never mix. A resumed run reads as one run: what the stopped run
@@ -33,8 +39,12 @@ from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, save_jsonl
 if TYPE_CHECKING:
     from grpo_config import Args
 
-RUN_OUTPUTS = ("metrics.jsonl", "trajectories", "checkpoints", "model", "reward.png", "args.json")
-"""What a run writes into its directory (the tensorboard logs go under the run's name there too)."""
+TENSORBOARD = "tensorboard"
+"""The tensorboard log's folder in the run directory."""
+RESULTS = ("metrics.jsonl", "trajectories", "checkpoints", "model")
+"""What an earlier run that started left in its directory (`holds_a_run`)."""
+RUN_OUTPUTS = ("args.json", TENSORBOARD, "reward.png", *RESULTS)
+"""What a run writes into its directory."""
 
 
 def run_directory(args: Args) -> tuple[Path, Path | None]:
@@ -56,12 +66,12 @@ def run_directory(args: Args) -> tuple[Path, Path | None]:
 
 def holds_a_run(run_dir: Path) -> bool:
     """Whether an earlier run wrote results into ``run_dir`` (args.json alone: one that never started)."""
-    results = ("metrics.jsonl", "trajectories", "checkpoints", "model")
-    return any((run_dir / name).exists() for name in results)
+    return any((run_dir / name).exists() for name in RESULTS)
 
 
 def remove_run(run_dir: Path) -> None:
-    """--overwrite: the earlier run's outputs go; anything else in the directory stays."""
+    """--overwrite: the earlier run's outputs go; anything else in the directory stays (RUN/RUN: where
+    tensorboard logged before it had a folder of its own)."""
     for path in (run_dir / name for name in (*RUN_OUTPUTS, run_dir.name)):
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
@@ -87,9 +97,15 @@ def drop_steps_from(run_dir: Path, step: int) -> None:
         partial = run_dir / "metrics.jsonl.partial"
         partial.write_text("".join(json.dumps(line) + "\n" for line in kept))
         partial.replace(run_dir / "metrics.jsonl")  # atomically: a crash here loses no line
-    for path in (run_dir / "trajectories").glob("step_*.jsonl"):
-        if int(path.name.split(".")[0].split("_")[1]) >= step:  # step_00007.jsonl, step_00007.process1.jsonl
+    for path in (run_dir / "trajectories").glob("*step_*.jsonl"):
+        if step_of_file(path) >= step:  # step_7.jsonl, step_7.process1.jsonl, eval_step_7.jsonl
             path.unlink()
+
+
+def step_of_file(path: Path) -> int:
+    """The step of a trajectory file: ``step_7.jsonl``, ``step_7.process1.jsonl``, ``eval_step_7.jsonl`` (and
+    the zero-padded ``step_00007.jsonl`` of earlier runs) -> 7."""
+    return int(path.name.split(".")[0].rpartition("step_")[2])
 
 
 def latest_checkpoint(path: Path) -> Path:
@@ -109,11 +125,14 @@ class RunDirectory:
     def __init__(self, path: Path, accelerator: Any) -> None:
         self.path, self.accelerator = path, accelerator
         self.history: list[dict[str, Any]] = []  # the lines of metrics.jsonl, resumed ones included
+        self._warned = False  # warn_without_signal said its line
+        self.dynamic_sampling = False  # the run's --dynamic_sampling (start sets it), for that line
 
     def start(self, args: Args, log_with: str | None, resume_from: Path | None) -> None:
         """The directory made (an earlier run's outputs removed first with --overwrite; with --resume, what
         the stopped run wrote after its checkpoint), args.json written, the tracker started (resumed: in the
         same directory, from the checkpoint's step)."""
+        self.dynamic_sampling = args.dynamic_sampling
         resume_step = step_of(resume_from) if resume_from is not None else None
         if self.accelerator.is_main_process:
             if args.overwrite:  # never with --resume (validate refuses both)
@@ -128,13 +147,22 @@ class RunDirectory:
             resumed_here = resume_step is not None and log_with == "tensorboard"
             config = None if resumed_here else dataclasses.asdict(args)
             purge = {"tensorboard": {"purge_step": resume_step}} if resumed_here else {}
-            self.accelerator.init_trackers(self.path.name, config=config, init_kwargs=purge)
+            # tensorboard logs into RUN/tensorboard (its folder is the project's name under RUN); wandb and
+            # trackio name their project after the run
+            project = TENSORBOARD if log_with == "tensorboard" else self.path.name
+            try:
+                self.accelerator.init_trackers(project, config=config, init_kwargs=purge)
+            except Exception as error:  # a tracker that cannot start (wandb without a login, say)
+                first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                raise ConfigError(
+                    f"--log_with {log_with} could not start: {first_line} (or --log_with none)"
+                ) from None
 
     def step_file(self, step: int) -> Path:
         """Where this process writes its trajectories of ``step`` as they end."""
         accelerator = self.accelerator
         mine = "" if accelerator.num_processes == 1 else f".process{accelerator.process_index}"
-        return self.path / "trajectories" / f"step_{step:05d}{mine}.jsonl"
+        return self.path / "trajectories" / f"step_{step}{mine}.jsonl"
 
     def appending(self, step: int, version: int) -> JsonlAppender:
         """This process's trajectories of ``step`` written to its step file as each episode ends, with the
@@ -153,17 +181,44 @@ class RunDirectory:
         every process's trajectories in order (atomically: the file is never half written), the step's line
         of metrics.jsonl and the curve; each process drops its own part of the step's file, now in the whole;
         the tracker gets the metrics."""
+        metrics = {**metrics, **trl_metrics(metrics)}
         self.history.append(metrics)
         if self.accelerator.is_main_process:
             if trajectories is not None:
-                save_jsonl(trajectories, self.path / "trajectories" / f"step_{metrics['step']:05d}.jsonl")
+                save_jsonl(trajectories, self.path / "trajectories" / f"step_{metrics['step']}.jsonl")
             with (self.path / "metrics.jsonl").open("a") as handle:
                 handle.write(json.dumps(metrics) + "\n")
             plot(self.path, self.history)
+            self.warn_without_signal(metrics)
         if self.accelerator.num_processes > 1 and trajectories is not None:
             self.step_file(metrics["step"]).unlink(missing_ok=True)
         if log_with:
             self.accelerator.log({k: v for k, v in metrics.items() if k != "step"}, step=metrics["step"])
+
+    def write_eval(self, step: int, trajectories: list[Trajectory]) -> None:
+        """The held-out episodes behind eval/pass@1 at ``step`` (this process's; every process calls it):
+        ``trajectories/eval_step_N.jsonl`` holds every process's, in order, in the training files' schema."""
+        gathered = self.gather(trajectories) if self.accelerator.num_processes > 1 else trajectories
+        if self.accelerator.is_main_process:
+            save_jsonl(gathered, self.path / "trajectories" / f"eval_step_{step}.jsonl")
+
+    def warn_without_signal(self, metrics: dict[str, Any]) -> None:
+        """Once a run, from the main process: a step whose every group scored alike (nothing to learn from,
+        loss/policy 0) is said in one line on stderr, with what to change."""
+        if self._warned or "reward/group_std" not in metrics or metrics["reward/group_std"] > 0:
+            return
+        if metrics.get("rollout/failed", 0.0) >= 1.0:  # no group at all: the failures are the news
+            return
+        self._warned = True
+        dynamic = "more --max_resample_rounds" if self.dynamic_sampling else "--dynamic_sampling"
+        print(
+            f"grpo.py: warning: step {metrics['step']}: every group's rewards were equal "
+            f"(reward {metrics['reward/mean']:.3f}), so nothing was learned from it; give the groups a "
+            f"spread: more samples (--group_size), {dynamic}, an easier task set (--tasks, "
+            "--train_task_ids), or the share of tests passed as the reward (--env_kwargs "
+            '\'{"reward": "fraction"}\')',
+            file=sys.stderr,
+        )
 
     def gather(self, trajectories: list[Trajectory]) -> list[Trajectory]:
         """Every process's trajectories of a step, in process order (whole groups each)."""
@@ -213,6 +268,7 @@ class RunDirectory:
             "checkpoint": str(checkpoint),
             "metrics": str(run_dir / "metrics.jsonl"),
             "trajectories": str(run_dir / "trajectories"),
+            "tensorboard": str(run_dir / TENSORBOARD),
             "curve": str(run_dir / "reward.png"),
             "history": steps_run,
             "final_eval": final_eval,
@@ -250,6 +306,7 @@ def trajectory_metrics(
     count = max(len(trajectories), 1)
     turns = [turn for t in trajectories for turn in t.turns]
     rewards = [t.reward for t in trajectories]
+    lengths = [sum(t.loss_mask) for t in trajectories] or [0]  # the tokens each trajectory sampled
     return {
         "reward/mean": sum(rewards) / count,
         "reward/std": float(torch.tensor(rewards).std()) if len(rewards) > 1 else 0.0,
@@ -264,7 +321,39 @@ def trajectory_metrics(
         "rollout/generate_seconds": sum(turn.generate_seconds for turn in turns),
         "rollout/seconds": seconds,
         "rollout/sampled_tokens": sum(sum(t.loss_mask) for t in trajectories),
+        "rollout/sampled_tokens_mean": sum(lengths) / count,
+        "rollout/sampled_tokens_min": min(lengths),
+        "rollout/sampled_tokens_max": max(lengths),
+        "rollout/max_model_len_cut": sum(t.end_reason == "max_model_len" for t in trajectories) / count,
     }
+
+
+TRL_METRICS = {
+    "train/reward": "reward/mean",
+    "train/reward_std": "reward/group_std",
+    "train/frac_reward_zero_std": "rollout/frac_zero_std_groups",
+    "train/completions/mean_length": "rollout/sampled_tokens_mean",
+    "train/completions/min_length": "rollout/sampled_tokens_min",
+    "train/completions/max_length": "rollout/sampled_tokens_max",
+    "train/completions/clipped_ratio": "rollout/max_model_len_cut",
+    "train/clip_ratio/low_mean": "loss/clip_frac_low",
+    "train/clip_ratio/high_mean": "loss/clip_frac_high",
+    "train/loss": "loss/policy",
+    "train/entropy": "loss/entropy",
+    "train/kl": "loss/kl",
+    "train/learning_rate": "perf/lr",
+}
+"""The names TRL's GRPOTrainer logs (as a TRL dashboard reads them, under ``train/``), each from ours.
+``reward_std`` is the mean std within a group, as TRL's; a completion is a trajectory's sampled tokens."""
+
+
+def trl_metrics(metrics: dict[str, Any]) -> dict[str, Any]:
+    """TRL's names for a step's metrics (`TRL_METRICS`), logged beside ours; ``clip_ratio/region_mean`` is
+    the share clipped either way."""
+    named = {trl: metrics[ours] for trl, ours in TRL_METRICS.items() if ours in metrics}
+    if "loss/clip_frac_low" in metrics and "loss/clip_frac_high" in metrics:
+        named["train/clip_ratio/region_mean"] = metrics["loss/clip_frac_low"] + metrics["loss/clip_frac_high"]
+    return named
 
 
 def group_spread(trajectories: list[Trajectory], group_size: int) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import random
 import sys
@@ -21,8 +22,10 @@ import torch
 from gym_swe.errors import ConfigError, GymSweError, MissingDependencyError, missing_dependency, unknown_name
 from gym_swe.rollout.collector import collect, derive_seed
 from gym_swe.rollout.generators import Generator, SamplingParams, make_generator
+from gym_swe.rollout.generators.factory import check_server
 from gym_swe.rollout.generators.model_names import loading
 from gym_swe.rollout.stopping import Stop, interrupt_of, signals_interrupt
+from gym_swe.rollout.trajectory import Trajectory
 
 if TYPE_CHECKING:
     from grpo_config import Args
@@ -76,13 +79,13 @@ def make_optimizer(args: Args, model: Any) -> tuple[Any, Any]:
 
 def make_kwargs(args: Args) -> dict[str, Any]:
     """``gymnasium.make``'s kwargs for --env: the task source, the sandbox, --env_kwargs, and --max_turns
-    where given (as the env's max_turns and its step limit both); else the env keeps the limit it registers,
-    as `gym-swe eval` does."""
+    where given (the env's max_turns, its episodes' length); else the env keeps its own, as `gym-swe eval`
+    does."""
     try:
         extra = json.loads(args.env_kwargs) if args.env_kwargs else {}
     except ValueError as error:
         raise ConfigError(f"--env_kwargs is not JSON: {error}") from None
-    turns = {"max_turns": args.max_turns, "max_episode_steps": args.max_turns} if args.max_turns else {}
+    turns = {"max_turns": args.max_turns} if args.max_turns else {}
     return {"tasks": args.tasks, "sandbox": args.sandbox, **turns, **extra}
 
 
@@ -117,10 +120,26 @@ class EnvFacts:
 
 
 def make_served_env(args: Args) -> Any:
-    """A session of the env served at --env_url (`gym_swe.serve.client.ServedEnv`)."""
+    """A session of the env served at --env_url (`gym_swe.serve.client.ServedEnv`); a server that cannot be
+    reached, or is not a gym_swe env server, is a ConfigError: the run cannot start as given."""
     from gym_swe.serve.client import ServedEnv
 
-    return ServedEnv(args.env_url)
+    try:
+        return ServedEnv(args.env_url)
+    except ConfigError:
+        raise
+    except GymSweError as error:
+        raise ConfigError(f"--env_url {args.env_url}: {error}") from None
+
+
+def check_run(args: Args) -> EnvFacts:
+    """What can be told before the model loads and the run directory is made, beyond the flags (which
+    grpo_config checked before torch loaded): the env and its tasks (--train_task_ids, --eval_task_ids), the
+    served envs answering (--env_url), the vLLM server answering with the model named (--base_url)."""
+    facts = read_env(args)
+    if args.generator == "vllm-server":
+        check_server(args.generator, args.base_url, None, args.model, lambda option: "--" + option)
+    return facts
 
 
 def read_env(args: Args) -> EnvFacts:
@@ -202,9 +221,10 @@ def shut_down(args: Args, pending: Future | None, envs: Any, eval_envs: Any, gen
 
 
 def play_episodes(args: Args) -> Any:
-    """gym_swe's collector, or with --harness that harness's, which has the same surface."""
+    """gym_swe's collector (without a bar of its own: the trainer has one), or with --harness that harness's,
+    which has the same surface."""
     if not args.harness:
-        return collect
+        return functools.partial(collect, progress=False)
     from gym_swe.integrations.harnesses.collector import collector_for
 
     return collector_for(args.harness)
@@ -223,9 +243,11 @@ def sampling_seed(args: Args, *key: Any) -> int | None:
 
 
 def evaluate(
-    args: Args, envs: list, generator: Any, eval_ids: list[str], accelerator: Any, step: int, stop: Stop
-) -> float:
-    """pass@1 on the held-out tasks (each process plays its share), one sample each."""
+    args: Args, envs: list, generator: Any, eval_ids: list[str], accelerator: Any, step: int, stop: Stop,
+    save: Callable[[int, list[Trajectory]], None] | None = None,
+) -> float:  # fmt: skip
+    """pass@1 on the held-out tasks (each process plays its share), one sample each. ``save``: given the step
+    and this process's trajectories (the run directory's ``write_eval``, which keeps every process's)."""
     mine = eval_ids[accelerator.process_index :: accelerator.num_processes]
     trajectories = []
     if mine:
@@ -233,6 +255,8 @@ def evaluate(
             envs, generator, mine, samples_per_task=1, sampling=sampling(args),
             max_model_len=args.max_model_len, seed=sampling_seed(args, "eval", step), stop=stop,
         )  # fmt: skip
+    if save is not None:
+        save(step, trajectories)
     counts = torch.tensor(
         [float(sum(t.resolved for t in trajectories)), float(len(trajectories))], device=accelerator.device
     )

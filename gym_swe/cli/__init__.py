@@ -54,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    # gym_swe's own progress lines at INFO; other libraries' (httpx logs every request) only when they warn
+    logging.basicConfig(level=logging.WARNING, format="%(message)s")
+    logging.getLogger("gym_swe").setLevel(logging.INFO)
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)

@@ -18,8 +18,10 @@ def add_to(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from gym_swe.registration import ENVS, TASK_SOURCES
 
-    print(f"{'env':<16} {'task source':<16} tasks")
+    rows = [("env", "task source", "tasks")]
     for env_id in (str(spec["id"]) for spec in ENVS):
-        for source, count in TASK_SOURCES[env_id]().items():
-            print(f"{env_id:<16} {source:<16} {count}")
+        rows += [(env_id, source, count) for source, count in TASK_SOURCES[env_id]().items()]
+    widths = [max(len(row[column]) for row in rows) for column in (0, 1)]  # every name fits its column
+    for env_id, source, count in rows:
+        print(f"{env_id:<{widths[0]}}  {source:<{widths[1]}}  {count}")
     return 0

@@ -75,6 +75,11 @@ def add_to(commands: Any) -> None:
     )
     parser.add_argument("--out", default=defaults.out, help="where to save the trajectories")
     parser.add_argument("--export-sft", help="also write the resolved trajectories as a chat SFT dataset")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the results an earlier run left at --out (without it, such a run is refused)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -91,9 +96,10 @@ def options(args: argparse.Namespace) -> EvalOptions:
 
 def run(args: argparse.Namespace) -> int:
     check_env(args.env)  # before anything loads
+    settings = options(args)  # impossible values (--k above -n, -n 0, --limit 0, ...) refused here
     if args.harness:
         from gym_swe.integrations.harnesses.collector import check_harness_ready, collector_for
 
         check_harness_ready(args.harness)  # installed: before the model loads
-        return run_eval(options(args), play=collector_for(args.harness))
-    return run_eval(options(args))
+        return run_eval(settings, play=collector_for(args.harness))
+    return run_eval(settings)

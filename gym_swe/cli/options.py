@@ -7,13 +7,15 @@
   added later (``--max-tokens``) would silently change what an old command line means. A flag no command
   knows is one line naming the nearest and listing the known ones.
 - ``--help`` ends each option with its default and each command with examples of how it is typed.
+- An error is one line, ``gym-swe CMD: error: ...``, without argparse's usage block above it (``--help`` has
+  it); a command or choice that is not known names the nearest (``gym-swe evl``: did you mean 'eval'?).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from gym_swe.errors import ConfigError, unknown_name
 from gym_swe.integrations.harnesses.registry import HARNESS_NAMES
@@ -70,6 +72,17 @@ class Parser(argparse.ArgumentParser):
             # Where argparse looks a flag up, not among the action's own option strings: parsed, not shown.
             self._option_string_actions[spelling] = action
         return action
+
+    def error(self, message: str) -> NoReturn:
+        """One line and exit status 2: the usage block argparse prints first would bury it."""
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A value outside an argument's choices (a command, ``--sandbox``): named with the nearest."""
+        choices = action.choices
+        if choices is not None and value not in choices:
+            what = "command" if isinstance(action, argparse._SubParsersAction) else "value"
+            raise argparse.ArgumentError(action, unknown_name(what, value, [str(one) for one in choices]))
 
     def parse_known_args(  # type: ignore[override]  # typeshed overloads it on the namespace type
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None

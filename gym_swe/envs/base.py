@@ -240,13 +240,14 @@ class ToolEnv(gymnasium.Env[str, Any]):
             task = self.tasks.get(options["task_id"])
         else:
             task = self.tasks[int(self.np_random.integers(len(self.tasks)))]
-        if not self._done and self._cut_by_time_limit():
-            # The last episode was cut from outside (a TimeLimit wrapper shorter than max_turns) before
-            # the env could grade it: say so, since its final reward is missing.
+        if not self._done and self.history:
+            # The last episode was ended from outside (a step limit of a wrapper added after make, a loop
+            # that stopped stepping) before the env could grade it: say so, since its final reward is missing.
             warnings.warn(
-                f"The previous episode ended after {len(self.history)} steps without a grade: a wrapper "
-                f"(gymnasium.make's TimeLimit) cut it before max_turns={self.max_turns}. Pass "
-                f"max_episode_steps={self.max_turns} (or -1) to gymnasium.make along with max_turns.",
+                f"The previous episode was left after {len(self.history)} step(s), before max_turns="
+                f"{self.max_turns}, without a grade (its reward is missing). End an episode early with "
+                "env.unwrapped.truncate(reason), which grades it (gymnasium.make's max_episode_steps is the "
+                "env's own graded limit already).",
                 stacklevel=2,
             )
         self._close_sandbox()
@@ -345,7 +346,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
     def done(self) -> bool:
         """Whether no episode is running: True before the first reset, after the step or `truncate` that
         ended an episode, and after a reset that failed; False from a reset until then. (An episode cut by
-        a wrapper's time limit is still running here: its wrapper ended it, not the env.)"""
+        a wrapper added after ``gymnasium.make`` is still running here: its wrapper ended it, not the env;
+        `truncate` grades it.)"""
         return self._done
 
     def _finish(
@@ -489,12 +491,6 @@ class ToolEnv(gymnasium.Env[str, Any]):
         self._context_chars += sum(
             len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls", ""))) for m in new
         )
-
-    def _cut_by_time_limit(self) -> bool:
-        """Did the unfinished last episode stop exactly at the registered step limit, short of max_turns?"""
-        spec = gymnasium.registry.get(self.spec.id) if self.spec is not None else None
-        limit = spec.max_episode_steps if spec is not None else None
-        return bool(limit) and len(self.history) == limit and self.max_turns > limit
 
     def _end_reason(self, submitted: bool, error: str | None) -> str:
         if submitted:

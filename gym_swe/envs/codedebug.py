@@ -62,13 +62,14 @@ class CodeDebugEnv(ToolEnv):
     ``"none"``: no test file).
 
     ## Episode End
-    Terminated after ``submit``. Truncated at ``max_turns`` (30, registered as ``max_episode_steps``), when
-    the chat outgrows ``max_context_chars``, or when the sandbox dies (``info["error"]`` says why). Either way
-    the final ``solution.py`` is graded in a fresh sandbox and ``info["grade"]`` holds the per-test outcomes.
-    A sandbox whose memory the agent's own commands used up (its executor taken by the OOM killer) is the
-    agent's failure instead: terminated, scored 0, ``end_reason="out_of_memory"``, no ``info["error"]``.
-    For longer episodes pass both ``max_turns=N`` and ``max_episode_steps=N`` (or -1) to ``gymnasium.make``:
-    its TimeLimit wrapper would otherwise cut the episode at 30 steps, before the env grades it.
+    Terminated after ``submit``. Truncated at ``max_turns`` (30; ``gymnasium.make``'s ``max_episode_steps``
+    sets the same limit, see `gym_swe.envs.limits`), when the chat outgrows ``max_context_chars``, or when
+    the sandbox dies (``info["error"]`` says why). Either way the final ``solution.py`` is graded in a fresh
+    sandbox and ``info["grade"]`` holds the per-test outcomes. A sandbox whose memory the agent's own
+    commands used up (its executor taken by the OOM killer) is the agent's failure instead: terminated,
+    scored 0, ``end_reason="out_of_memory"``, no ``info["error"]``. ``gymnasium.make("CodeDebug-v0",
+    max_turns=N)`` gives N turns, graded at the end, with no TimeLimit cutting earlier; a
+    ``max_episode_steps`` given with it must be the same N.
 
     ## Arguments
     - ``tasks``: ``"bundled"`` (48 original tasks, default), ``"humanevalpack"`` (164 tasks of

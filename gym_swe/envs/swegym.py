@@ -103,11 +103,12 @@ class SWEGymEnv(ToolEnv):
     environment (a virtual environment, read-only, first on PATH); docker sandboxes run the task's image.
 
     ## Episode End
-    Terminated after ``submit``; truncated at ``max_turns`` (registered as ``max_episode_steps``; pass both
-    to change it), the context budget, or a dead sandbox (``info["error"]``). The final state is graded
-    either way; ``info["grade"]`` has per-test outcomes, with ``groups`` naming FAIL_TO_PASS / PASS_TO_PASS.
-    A sandbox whose memory the agent's own commands used up (its executor taken by the OOM killer) is the
-    agent's failure instead: terminated, scored 0, ``end_reason="out_of_memory"``, no ``info["error"]``.
+    Terminated after ``submit``; truncated at ``max_turns`` (50; ``gymnasium.make``'s ``max_episode_steps``
+    sets the same limit, see `gym_swe.envs.limits`), the context budget, or a dead sandbox
+    (``info["error"]``). The final state is graded either way; ``info["grade"]`` has per-test outcomes, with
+    ``groups`` naming FAIL_TO_PASS / PASS_TO_PASS. A sandbox whose memory the agent's own commands used up
+    (its executor taken by the OOM killer) is the agent's failure instead: terminated, scored 0,
+    ``end_reason="out_of_memory"``, no ``info["error"]``.
 
     ## Arguments
     - ``tasks``: ``"bundled"`` (12 tasks over 3 repositories written for gym_swe, offline), ``"swe-gym"``,

@@ -18,6 +18,10 @@ one, each request carries `turn_seed` (run seed, task id, sample index, turn ind
 sample and turn, the same in every run, so a seeded run repeats exactly where its generator is deterministic
 (``hf``) while the samples of a group still differ.
 
+An episode that a wrapper ended rather than the env (a step limit added after ``gymnasium.make``, whose own
+``max_episode_steps`` is the env's graded limit) is graded then, through the env's ``truncate``, with
+``end_reason="time_limit"``: every trajectory that did not fail has its grade.
+
 Stopping: Ctrl-C in the thread that called `collect` (or SIGTERM, which
 `gym_swe.rollout.stopping.signals_interrupt` turns into the same), an exception from ``on_trajectory``, or a
 `Stop` set from another thread ends the collection early. No episode starts or plays another turn, the command
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +48,7 @@ import gymnasium
 from gym_swe.rollout.chat import ChatFormat
 from gym_swe.rollout.episode_env import EpisodeEnv, as_episode_env
 from gym_swe.rollout.generators.base import Generator, SamplingParams
+from gym_swe.rollout.progress import Progress
 from gym_swe.rollout.stopping import Stop, Stopped
 from gym_swe.rollout.trajectory import Trajectory
 
@@ -74,6 +80,7 @@ def collect(
     check_rerender: bool = True,
     on_trajectory: Callable[[Trajectory], None] | None = None,
     stop: Stop | None = None,
+    progress: bool | None = None,
 ) -> list[Trajectory]:
     """Play ``samples_per_task`` episodes of each task with ``generator`` and return their trajectories.
 
@@ -89,10 +96,54 @@ def collect(
 
     ``stop``: set it from another thread to end the collection early; it then raises `Stopped`. Ctrl-C in
     this thread (`Interrupted` included) ends it the same way and goes on up. See the module docstring.
+
+    ``progress``: a bar on stderr that moves as episodes end, with the turns played so far (a collection
+    can take minutes); None (default): shown when stderr is a terminal. Callers with a bar of their own (the
+    trainer, ``gym-swe eval``) pass False.
     """
     sampling = sampling or SamplingParams()
     stop = stop or Stop()
     jobs = [(task_id, index) for task_id in task_ids for index in range(samples_per_task)]
+    bar = Progress(len(jobs), desc="collect") if _shows_progress(progress) else None
+    try:
+        return _collect(envs, generator, jobs, sampling, max_model_len, parallel, seed, template_kwargs,
+                        check_rerender, on_trajectory, stop, bar)  # fmt: skip
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _shows_progress(progress: bool | None) -> bool:
+    if progress is not None:
+        return progress
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by an object without it, or closed
+        return False
+
+
+def _collect(
+    envs: Sequence[EnvLike] | EnvFactory,
+    generator: Generator,
+    jobs: list[tuple[str, int]],
+    sampling: SamplingParams,
+    max_model_len: int,
+    parallel: int,
+    seed: int | None,
+    template_kwargs: Mapping[str, Any] | None,
+    check_rerender: bool,
+    on_trajectory: Callable[[Trajectory], None] | None,
+    stop: Stop,
+    bar: Progress | None,
+) -> list[Trajectory]:
+    if bar is not None:  # the bar moves as each episode ends, before the caller hears of it
+        given = on_trajectory
+
+        def on_trajectory(trajectory: Trajectory) -> None:
+            bar.on_trajectory(trajectory)
+            if given is not None:
+                given(trajectory)
+
     made: list[EpisodeEnv] = []
     if callable(envs):
         pool: list[EpisodeEnv] = []
@@ -138,7 +189,10 @@ def collect(
 
     def advance(episode: _Episode, sample: Any) -> bool:
         with stop.running(episode.env):
-            return _advance(episode, sample, max_model_len)
+            done = _advance(episode, sample, max_model_len)
+        if bar is not None:
+            bar.on_turn()
+        return done
 
     def finish(episode: _Episode) -> None:
         if not stop.is_set():  # an episode still running when the run stopped did not end: not reported
@@ -283,6 +337,12 @@ def _advance(episode: _Episode, sample: Any, max_model_len: int) -> bool:
         turn.tool_errors = len(info.get("parse_errors", ()))
         turn.format_penalty = float(info.get("format_penalty", 0.0))
         messages = info["messages"]
+        if (terminated or truncated) and not env.done:
+            # A wrapper ended the episode, not the env (a step limit added after gymnasium.make): graded now,
+            # as at max_turns, so that the trajectory has its grade and reward.
+            reason = "time_limit" if truncated else "ended_by_wrapper"
+            _record_end(trajectory, env.truncate(reason), terminated=terminated, truncated=truncated)
+            return True
         if terminated or truncated:
             _record_end(trajectory, info, terminated=terminated, truncated=truncated)
             return True

@@ -1,5 +1,5 @@
-"""Scores over collected trajectories: pass@k (the unbiased estimator) per task and overall, and why episodes
-failed.
+"""Scores over collected trajectories: pass@k (the unbiased estimator), the mean reward and the mean share of
+tests passed, per task and overall, and why episodes failed.
 
 A failed episode ended on an error (the generator, the env or the sandbox) instead of by ``submit`` or a
 limit. It stays in ``n`` as a sample that did not resolve its task, so failures lower pass@k rather than hide.
@@ -27,8 +27,21 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
+def tests_passed(trajectory: Trajectory) -> float:
+    """The share of the grade's tests that passed: what ``reward="fraction"`` pays (0 without a grade or
+    tests, as for a failed episode)."""
+    grade = trajectory.grade or {}
+    total = grade.get("total") or 0
+    return float(grade.get("passed") or 0) / total if total else 0.0
+
+
 def summarize(trajectories: Iterable[Trajectory], ks: Sequence[int] = (1,)) -> dict[str, Any]:
-    """Per task: samples, resolved, failed runs and pass@k; overall: the means over tasks."""
+    """Per task: samples, resolved, failed runs, the mean reward, the mean share of tests passed and pass@k;
+    overall: the means over tasks.
+
+    pass@k of a task with fewer than k samples is not defined, so it is never counted (as 0 or otherwise): the
+    task's row has no ``pass@k``, and the overall ``pass@k`` is left out unless every task has one; the tasks
+    short of samples are listed in ``short_of[k]``."""
     by_task: dict[str, list[Trajectory]] = {}
     for trajectory in trajectories:
         by_task.setdefault(trajectory.task_id, []).append(trajectory)
@@ -41,15 +54,24 @@ def summarize(trajectories: Iterable[Trajectory], ks: Sequence[int] = (1,)) -> d
             "resolved": c,
             "failed": sum(t.failed for t in group),
             "mean_reward": sum(t.reward for t in group) / n,
+            "tests_passed": sum(tests_passed(t) for t in group) / n,
         }
         row.update({f"pass@{k}": pass_at_k(n, c, k) for k in ks if k <= n})
         tasks.append(row)
-    overall = (
-        {f"pass@{k}": sum(row.get(f"pass@{k}", 0.0) for row in tasks) / len(tasks) for k in ks}
-        if tasks
-        else {}
-    )
-    return {"tasks": tasks, "overall": overall, "episodes": sum(row["n"] for row in tasks)}
+    short_of = {k: [row["task_id"] for row in tasks if row["n"] < k] for k in ks}
+    overall: dict[str, float] = {}
+    if tasks:
+        overall = {
+            f"pass@{k}": sum(row[f"pass@{k}"] for row in tasks) / len(tasks) for k in ks if not short_of[k]
+        }
+        overall["mean_reward"] = sum(row["mean_reward"] for row in tasks) / len(tasks)
+        overall["tests_passed"] = sum(row["tests_passed"] for row in tasks) / len(tasks)
+    return {
+        "tasks": tasks,
+        "overall": overall,
+        "episodes": sum(row["n"] for row in tasks),
+        "short_of": {k: ids for k, ids in short_of.items() if ids},
+    }
 
 
 def failure_reasons(

@@ -5,31 +5,41 @@
 A run whose every episode failed (a dead ``--base-url``, a generator that cannot generate) reports why and
 exits with status 1 instead of printing a pass@1 of 0.
 
+Impossible settings (``--k`` above ``-n``, ``-n 0``, ``--limit 0``, ...) are refused when `EvalOptions` is
+made, in one line, before anything loads. So is an ``--out`` that holds an earlier run's trajectories, unless
+``--overwrite``: a run never replaces another's results without being told to.
+
 Each trajectory is appended to ``--out`` as its episode ends (and flushed), so a crash or Ctrl-C loses at most
-the episodes in flight; a run that ends rewrites the file in task order. Ctrl-C or SIGTERM (how schedulers
-stop jobs) stops the run: no episode starts or plays another turn, every sandbox the run made is closed, and
-one line says what was saved; the exit status is 130 (SIGINT) or 143 (SIGTERM).
+the episodes in flight; a run that ends rewrites the file in task order. Beside it, ``<out>.summary.json``
+(`summary_path`) holds the run's settings (model, generator, sampling, seed, ...), when it ran, and its
+scores: pass@k, the mean reward and the mean share of tests passed, per task and overall.
+
+Ctrl-C or SIGTERM (how schedulers stop jobs) stops the run: no episode starts or plays another turn, every
+sandbox the run made is closed, and one line says what was saved; the exit status is 130 (SIGINT) or 143
+(SIGTERM).
 """
 
 from __future__ import annotations
 
+import json
 import sys
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, SupportsFloat, TextIO
 
 import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
+from gym_swe.errors import ConfigError
 from gym_swe.rollout.collector import collect
 from gym_swe.rollout.evaluation import failure_reasons, summarize
 from gym_swe.rollout.export import export_sft
 from gym_swe.rollout.generators import Generator, SamplingParams, make_generator
+from gym_swe.rollout.progress import Progress
 from gym_swe.rollout.stopping import interrupt_of, signals_interrupt
-from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, save_jsonl
+from gym_swe.rollout.trajectory import JsonlAppender, Trajectory, load_jsonl, save_jsonl
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,54 @@ class EvalOptions:
     """Where the trajectories are saved, each as its episode ends."""
     export_sft: str | Path | None = None
     """Also write the resolved trajectories here, as a chat SFT dataset."""
+    overwrite: bool = False
+    """Replace the trajectories (and summary, SFT data) an earlier run left at ``out``; without it such a run
+    is refused before anything loads."""
+
+    def __post_init__(self) -> None:
+        """Refuse what no run can do, in one line naming the flag (gym-swe eval's spelling)."""
+        counts = [("-n", self.samples), ("--max-tokens", self.max_tokens),
+                  ("--max-model-len", self.max_model_len), ("--parallel", self.parallel)]  # fmt: skip
+        counts += [(flag, value) for flag, value in (("--limit", self.limit), ("--max-turns", self.max_turns))
+                   if value is not None]  # fmt: skip
+        for flag, value in counts:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                omit = " (leave it out for every task)" if flag == "--limit" else ""
+                raise ConfigError(f"{flag} must be a whole number >= 1{omit}, got {value!r}")
+        for k in self.ks:
+            if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+                raise ConfigError(f"--k must be a whole number >= 1, got {k!r}")
+            if k > self.samples:
+                raise ConfigError(
+                    f"--k {k}: pass@{k} needs at least {k} samples per task, and -n is {self.samples}; "
+                    f"give -n {k} or more, or a smaller --k"
+                )
+        if not self.temperature >= 0:
+            raise ConfigError(f"--temperature must be >= 0, got {self.temperature!r}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"--top-p must be in (0, 1], got {self.top_p!r}")
+        if self.export_sft is not None and Path(self.export_sft) == Path(self.out):
+            raise ConfigError(f"--export-sft {self.export_sft} is --out too: give it a file of its own")
+
+
+def summary_path(out: str | Path) -> Path:
+    """Where a run writing its trajectories to ``out`` keeps its settings and scores: ``x.summary.json``
+    beside ``x.jsonl``."""
+    out = Path(out)
+    return out.with_name(out.name.removesuffix(".jsonl") + ".summary.json")
+
+
+def check_outputs(options: EvalOptions) -> None:
+    """An ``--out`` (or its summary, or ``--export-sft``) an earlier run wrote is refused, unless
+    ``--overwrite``: results are never replaced without a word."""
+    if options.overwrite:
+        return
+    for path in (Path(options.out), summary_path(options.out), options.export_sft):
+        if path is not None and Path(path).exists() and Path(path).stat().st_size > 0:
+            raise ConfigError(
+                f"{path} holds an earlier run's results: pass --overwrite to replace them, or another --out"
+                + (" / --export-sft" if options.export_sft else "")
+            )
 
 
 def build_generator(args: EvalOptions) -> Generator:
@@ -94,53 +152,6 @@ def build_generator(args: EvalOptions) -> Generator:
         max_model_len=args.max_model_len,
         flags=lambda option: "--" + option.replace("_", "-"),
     )
-
-
-class Progress:
-    """A progress bar on stderr that moves as episodes end, with the turns played so far: a batched generator
-    plays episodes in lockstep, so they tend to end together, and the turns show the run is moving."""
-
-    def __init__(self, total: int) -> None:
-        from tqdm import tqdm
-
-        self.turns = self.resolved = self.failed = 0
-        self.bar = tqdm(
-            total=total,
-            desc="eval",
-            file=sys.stderr,
-            dynamic_ncols=True,
-            mininterval=0,  # an episode's end is rare enough to draw each one; turns are drawn 2 a second
-            bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} episodes [{elapsed}<{remaining}"
-            "{postfix}]",
-            postfix=self._counts(),
-        )
-        self._lock = threading.Lock()  # episodes step and end in the collector's threads
-        self._shown_at = 0.0
-
-    def on_turn(self) -> None:
-        with self._lock:
-            self.turns += 1
-            now = time.monotonic()
-            refresh = now - self._shown_at > 0.5  # a step can take milliseconds: do not redraw for each
-            if refresh:
-                self._shown_at = now
-            self._postfix(refresh)
-
-    def on_trajectory(self, trajectory: Trajectory) -> None:
-        with self._lock:
-            self.resolved += trajectory.resolved
-            self.failed += trajectory.failed
-            self._postfix(refresh=False)
-            self.bar.update(1)
-
-    def close(self) -> None:
-        self.bar.close()
-
-    def _counts(self) -> str:
-        return f"{self.turns} turns, {self.resolved} resolved, {self.failed} failed"
-
-    def _postfix(self, refresh: bool) -> None:
-        self.bar.set_postfix_str(self._counts(), refresh=refresh)
 
 
 class TurnCallback(gymnasium.Wrapper):
@@ -174,9 +185,11 @@ def run_eval(options: EvalOptions, play: Callable[..., list[Trajectory]] = colle
 def _run(options: EvalOptions, play: Callable[..., list[Trajectory]]) -> int:
     from gym_swe.envs.unwrapped import tool_env
 
+    started_at = time.time()
+    check_outputs(options)  # before anything loads
     kwargs: dict[str, Any] = {"tasks": options.tasks, "sandbox": options.sandbox}
     if options.max_turns:
-        kwargs.update(max_turns=options.max_turns, max_episode_steps=options.max_turns)
+        kwargs["max_turns"] = options.max_turns
     probe = gymnasium.make(options.env, **kwargs)
     try:
         tasks = tool_env(probe).tasks
@@ -192,11 +205,12 @@ def _run(options: EvalOptions, play: Callable[..., list[Trajectory]]) -> int:
         max_tokens=options.max_tokens, temperature=options.temperature, top_p=options.top_p
     )
     total = len(task_ids) * options.samples
-    progress = Progress(total)
+    progress = Progress(total, desc="eval")
     make_env: Callable[[], gymnasium.Env[Any, Any]]
     turns: dict[str, Any]
     if play is collect:  # gym_swe's tool loop: a turn is an env step
-        make_env, turns = (lambda: TurnCallback(gymnasium.make(options.env, **kwargs), progress.on_turn)), {}
+        make_env = lambda: TurnCallback(gymnasium.make(options.env, **kwargs), progress.on_turn)  # noqa: E731
+        turns = {"progress": False}  # the eval's bar is the one shown
     else:  # a harness steps the env only to submit: its turns are its model's, which it counts
         make_env, turns = (lambda: gymnasium.make(options.env, **kwargs)), {"on_turn": progress.on_turn}
     interrupted = None
@@ -220,7 +234,10 @@ def _run(options: EvalOptions, play: Callable[..., list[Trajectory]]) -> int:
         saved.close()
         progress.close()
         generator.close()
+    ks = sorted(set(options.ks or [1, options.samples]))
     if interrupted is not None:
+        ended = load_jsonl(options.out) if Path(options.out).exists() else []
+        write_summary(options, started_at, summarize(ended, ks), interrupted=True)
         print(
             f"gym-swe: interrupted by {interrupted.signal_name}: {saved.written} of {total} episodes ended, "
             f"saved in {options.out}; the others were stopped and every sandbox closed",
@@ -228,35 +245,45 @@ def _run(options: EvalOptions, play: Callable[..., list[Trajectory]]) -> int:
         )
         return interrupted.exit_code
     save_jsonl(trajectories, options.out)  # the same trajectories, in task order
+    summary = summarize(trajectories, ks)
+    write_summary(options, started_at, summary)
     failed = sum(t.failed for t in trajectories)
     if failed == len(trajectories):
         print(f"gym-swe: error: no episode ran: all {failed} episodes failed.", file=sys.stderr)
         _print_failures(trajectories, file=sys.stderr)
-        if options.base_url and any((t.error or "").startswith("generator:") for t in trajectories):
-            print(f"Is the server at --base-url {options.base_url} up?", file=sys.stderr)
+        if options.base_url and any("no answer from" in (t.error or "") for t in trajectories):
+            print(f"Is the server at --base-url {options.base_url} still up?", file=sys.stderr)
         print(f"trajectories: {options.out}", file=sys.stderr)
         return 1
-    ks = sorted(set(options.ks or [1, options.samples]))
-    summary = summarize(trajectories, ks)
     print(
-        f"\n{'task':<28} {'n':>3} {'resolved':>8} {'failed':>6} "
+        f"\n{'task':<28} {'n':>3} {'resolved':>8} {'failed':>6} {'reward':>7} {'tests':>6} "
         + " ".join(f"{'pass@' + str(k):>8}" for k in ks)
     )
     for row in summary["tasks"]:
-        cells = " ".join(f"{row.get(f'pass@{k}', float('nan')):>8.3f}" for k in ks)
-        print(f"{row['task_id']:<28} {row['n']:>3} {row['resolved']:>8} {row['failed']:>6} {cells}")
-    overall = "  ".join(
-        f"pass@{k} = {value:.3f}"
-        for k, value in ((k, summary["overall"].get(f"pass@{k}", float("nan"))) for k in ks)
+        cells = " ".join(f"{row[f'pass@{k}']:>8.3f}" if f"pass@{k}" in row else f"{'n/a':>8}" for k in ks)
+        print(
+            f"{row['task_id']:<28} {row['n']:>3} {row['resolved']:>8} {row['failed']:>6} "
+            f"{row['mean_reward']:>7.3f} {row['tests_passed']:>6.3f} {cells}"
+        )
+    overall = summary["overall"]
+    scores = "  ".join(
+        f"pass@{k} = {overall[f'pass@{k}']:.3f}" if f"pass@{k}" in overall else f"pass@{k} = n/a" for k in ks
     )
-    print(f"\n{options.env} ({options.tasks}, {len(task_ids)} tasks x {options.samples}): {overall}")
+    print(f"\n{options.env} ({options.tasks}, {len(task_ids)} tasks x {options.samples}): {scores}")
+    print(
+        f"mean reward = {overall['mean_reward']:.3f}  mean share of tests passed = "
+        f"{overall['tests_passed']:.3f}"
+    )
+    for k, short in summary["short_of"].items():  # only when fewer samples came than asked (a library call)
+        print(f"pass@{k} = n/a: {len(short)} task(s) have fewer than {k} samples ({', '.join(short[:3])})")
     if failed:
         print(
             f"{failed} of {len(trajectories)} episodes failed (ended on an error, not by submit or a limit); "
             "they count as unresolved samples."
         )
         _print_failures(trajectories, file=sys.stdout)
-    print(f"trajectories: {options.out} (read them with: gym-swe view {options.out})")
+    print(f"trajectories: {options.out} (read them with: gym-swe view {options.out}); settings and scores: "
+          f"{summary_path(options.out)}")  # fmt: skip
     if not all(t.has_token_ids for t in trajectories):  # a hosted model (openai-chat): messages only
         print(
             f"  messages only: {options.generator} returns no token ids, so these are for evaluation and "
@@ -272,3 +299,30 @@ def _print_failures(trajectories: list[Trajectory], file: TextIO) -> None:
     print("first reasons:", file=file)
     for reason, count in failure_reasons(trajectories):
         print(f"  {count} x {reason}", file=file)
+
+
+def write_summary(
+    options: EvalOptions, started_at: float, summary: dict[str, Any], interrupted: bool = False
+) -> Path:
+    """The run's settings (the API key left out), when it ran, and its scores, at `summary_path`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        gym_swe_version = version("gym-swe")
+    except PackageNotFoundError:
+        gym_swe_version = "unknown"
+    settings = {key: str(value) if isinstance(value, Path) else value
+                for key, value in asdict(options).items()}  # fmt: skip
+    settings["api_key"] = "(given)" if options.api_key else None
+    record = {
+        "settings": settings,
+        "gym_swe": gym_swe_version,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started_at)),
+        "seconds": round(time.time() - started_at, 1),
+        "interrupted": interrupted,
+        "trajectories": str(options.out),
+        **summary,
+    }
+    path = summary_path(options.out)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path

@@ -31,8 +31,8 @@ class AtCapacity(GymSweError):
 
 def make_env(env_id: str, make_kwargs: Mapping[str, Any]) -> gymnasium.Env[Any, Any]:
     """``gymnasium.make(env_id, **make_kwargs)``, with the step limit at ``max_turns`` where that is given
-    (the registered one would otherwise cut a longer episode short, ungraded). A wrong id or kwarg is one
-    `ConfigError`."""
+    (for an env that registers one: gym_swe's make their ``max_turns`` the one limit, see
+    `gym_swe.envs.limits`). A wrong id or kwarg is one `ConfigError`."""
     kwargs = dict(make_kwargs)
     if "max_turns" in kwargs:
         kwargs.setdefault("max_episode_steps", kwargs["max_turns"])

@@ -16,10 +16,22 @@ def test_help_lists_the_commands() -> None:
     assert "images" in result.stdout and "sandbox" in result.stdout
 
 
-def test_unknown_command_fails_with_the_choices() -> None:
-    result = gym_swe("imagez")
+def test_unknown_command_fails_with_the_nearest_in_one_line() -> None:
+    result = gym_swe("evl")
     assert result.returncode == 2
-    assert "invalid choice: 'imagez'" in result.stderr
+    assert result.stderr.splitlines() == [
+        "gym-swe: error: argument COMMAND: Unknown command 'evl'. Did you mean 'eval'? Known: 'envs', 'eval', "
+        "'harnesses', 'images', 'play', 'prepare', 'sandbox', 'serve', 'validate', 'view'."
+    ]
+
+
+def test_an_unknown_choice_is_one_line_without_the_usage_block() -> None:
+    result = gym_swe("eval", "--env", "CodeDebug-v0", "--generator", "hff", "--model", "m")
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "gym-swe eval: error: argument --generator: Unknown value 'hff'. Did you mean 'hf'? Known: 'hf', "
+        "'openai-chat', 'vllm', 'vllm-server'."
+    ]
 
 
 @pytest.mark.parametrize("command", COMMANDS)

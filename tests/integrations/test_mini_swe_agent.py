@@ -170,7 +170,7 @@ def test_grpo_trains_through_mini_swe_agent(tmp_path: Path) -> None:
     run = tmp_path / "h"
     assert str(run) in out
     assert metrics(run)[0]["rollout/failed"] == 0.0
-    trajectories = load_jsonl(run / "trajectories" / "step_00000.jsonl")
+    trajectories = load_jsonl(run / "trajectories" / "step_0.jsonl")
     assert len(trajectories) == 2
     for trajectory in trajectories:
         assert trajectory.tools[0]["function"]["name"] == "bash"  # mini-swe-agent's tool, not gym_swe's

@@ -243,7 +243,7 @@ def test_the_trainer_runs_its_rollouts_through_the_pool(ray_session, tmp_path: P
     assert f"envs: 2 in 1 Ray actors at {address}" in out
     (row,) = metrics(tmp_path / "ray")
     assert row["rollout/failed"] == 0.0 and row["rollout/turns"] > 0
-    trajectories = load_jsonl(tmp_path / "ray" / "trajectories" / "step_00000.jsonl")
+    trajectories = load_jsonl(tmp_path / "ray" / "trajectories" / "step_0.jsonl")
     assert len(trajectories) == 2 and all(t.env_id == "CodeDebug-v0" and t.grade for t in trajectories)
     run_id = out.split("(run ", 1)[1].split(")", 1)[0]
     alive = {a["name"] for a in ray_session.util.list_named_actors(all_namespaces=True)}

@@ -179,3 +179,28 @@ def test_a_turn_keeps_its_tool_call_errors_and_format_penalty() -> None:
     first, last = trajectory.turns
     assert (first.tool_errors, first.format_penalty, first.reward) == (1, 0.1, pytest.approx(-0.1))
     assert (last.tool_errors, last.format_penalty) == (0, 0.0)
+
+
+def test_an_episode_a_wrapper_cut_is_graded(scripted: ScriptedGenerator) -> None:
+    """A step limit of the user's own, added after gymnasium.make, ends the episode outside the env: the
+    collector grades it through the env's truncate, so the trajectory has a grade and a reason."""
+    require_bwrap()
+    make = lambda: gymnasium.wrappers.TimeLimit(gymnasium.make("CodeDebug-v0"), 1)  # noqa: E731
+    [trajectory] = collect(make, scripted, ["GymSwe/1"], sampling=SAMPLING)
+    assert trajectory.truncated and trajectory.end_reason == "time_limit" and not trajectory.failed
+    assert trajectory.grade is not None and trajectory.grade["total"] > 0 and len(trajectory.turns) == 1
+
+
+def test_a_progress_bar_shows_episodes_and_turns_when_asked_or_on_a_terminal(
+    scripted: ScriptedGenerator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A collection takes minutes: with progress=True (the default on a terminal) a bar on stderr moves as
+    episodes end and counts the turns; off a terminal (here, captured) the default shows none."""
+    require_bwrap()
+    collect(lambda: gymnasium.make("CodeDebug-v0"), scripted, ["GymSwe/0", "GymSwe/1"], sampling=SAMPLING,
+            progress=True)  # fmt: skip
+    bar = capsys.readouterr().err
+    assert bar.index("collect:") < bar.index("1/2 episodes") < bar.index("2/2 episodes")
+    assert "4 turns, 0 resolved, 0 failed]" in bar
+    collect(lambda: gymnasium.make("CodeDebug-v0"), scripted, ["GymSwe/0"], sampling=SAMPLING)
+    assert capsys.readouterr().err == ""

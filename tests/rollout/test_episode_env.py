@@ -73,10 +73,10 @@ def test_a_gym_swe_env_is_one_bare_and_through_its_wrappers() -> None:
 
 
 def test_a_wrapper_chain_steps_through_its_wrappers_and_ends_at_its_base() -> None:
-    """gymnasium.make's TimeLimit ends the episode for the caller after one step; the base env's episode is
-    still running (done is False) until the chain's truncate grades it."""
+    """A TimeLimit added after gymnasium.make ends the episode for the caller after one step; the base env's
+    episode is still running (done is False) until the chain's truncate grades it."""
     require_bwrap()
-    episode = as_episode_env(gymnasium.make("CodeDebug-v0", max_episode_steps=1))
+    episode = as_episode_env(gymnasium.wrappers.TimeLimit(gymnasium.make("CodeDebug-v0"), 1))
     try:
         assert episode.done
         _, info = episode.reset(options={"task_id": "GymSwe/0"})

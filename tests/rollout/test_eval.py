@@ -37,15 +37,28 @@ def test_pass_at_k_rejects_impossible_counts() -> None:
         pass_at_k(4, 5, 1)
 
 
-def test_summarize_per_task_and_overall() -> None:
-    def trajectory(task: str, resolved: bool) -> Trajectory:
-        return Trajectory(task_id=task, grade={"resolved": resolved}, reward=float(resolved))
+def trajectory(task: str, resolved: bool, passed: int = 0, total: int = 4) -> Trajectory:
+    grade = {"resolved": resolved, "passed": total if resolved else passed, "total": total}
+    return Trajectory(task_id=task, grade=grade, reward=float(resolved))
 
-    summary = summarize([trajectory("a", True), trajectory("a", False), trajectory("b", False), trajectory("b", False)],
-                        ks=(1, 2))  # fmt: skip
+
+def test_summarize_per_task_and_overall() -> None:
+    summary = summarize([trajectory("a", True), trajectory("a", False, 1), trajectory("b", False, 2),
+                         trajectory("b", False)], ks=(1, 2))  # fmt: skip
     rows = {row["task_id"]: row for row in summary["tasks"]}
     assert rows["a"]["pass@1"] == 0.5 and rows["a"]["pass@2"] == 1.0 and rows["b"]["pass@2"] == 0.0
-    assert summary["overall"] == {"pass@1": 0.25, "pass@2": 0.5}
+    assert rows["a"]["tests_passed"] == (1 + 0.25) / 2 and rows["b"]["tests_passed"] == 0.25
+    assert summary["overall"] == {"pass@1": 0.25, "pass@2": 0.5, "mean_reward": 0.25, "tests_passed": 0.4375}
+    assert summary["short_of"] == {}
+
+
+def test_a_task_with_fewer_samples_than_k_is_never_counted_as_zero() -> None:
+    """Six samples that all resolved, over tasks of 2 and 4: pass@1 and pass@2 are 1.0; pass@4 is not defined
+    for the first task, so there is no overall pass@4 (it once was 0.5, the short task counted as 0)."""
+    summary = summarize([trajectory("a", True)] * 2 + [trajectory("b", True)] * 4, ks=(1, 2, 4))
+    assert summary["overall"] == {"pass@1": 1.0, "pass@2": 1.0, "mean_reward": 1.0, "tests_passed": 1.0}
+    assert summary["short_of"] == {4: ["a"]}
+    assert "pass@4" not in summary["tasks"][0] and summary["tasks"][1]["pass@4"] == 1.0
 
 
 def solving_turns(task_id: str) -> list[str]:
@@ -92,6 +105,10 @@ def test_gym_swe_eval_and_view_end_to_end(tiny_model: Path, tmp_path: Path) -> N
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "pass@1 = 0.000  pass@2 = 0.000" in result.stdout
+    assert "mean reward = 0.000  mean share of tests passed = " in result.stdout
+    summary = json.loads((tmp_path / "trajectories.summary.json").read_text())
+    assert summary["settings"]["model"] == str(tiny_model) and summary["settings"]["samples"] == 2
+    assert summary["episodes"] == 4 and summary["overall"]["pass@2"] == 0.0 and not summary["interrupted"]
     assert "4/4 episodes" in result.stderr  # the progress line
     trajectories = load_jsonl(out)
     assert len(trajectories) == 4 and all(t.generator == "hf" and len(t.turns) == 2 for t in trajectories)

@@ -111,8 +111,9 @@ def test_hf_is_a_generator_that_shares_the_trainers_model(tiny_model: Path) -> N
 
 def test_openai_chat_retries_a_429_and_sends_its_key() -> None:
     reply = {"choices": [{"message": {"content": "hi", "tool_calls": None}, "finish_reason": "stop"}]}
+    models = Answer(200, {"data": [{"id": "m"}]})  # the probe make_generator sends first
     with scripted_server(
-        Answer(429, {"error": "slow down"}, headers={"Retry-After": "0"}), Answer(200, reply)
+        models, Answer(429, {"error": "slow down"}, headers={"Retry-After": "0"}), Answer(200, reply)
     ) as server:
         generator = make_generator("openai-chat", base_url=server.url, model="m", api_key="k")
         assert isinstance(generator, Generator)
@@ -121,8 +122,25 @@ def test_openai_chat_retries_a_429_and_sends_its_key() -> None:
         )
         generator.close()
     assert sample.error is None and sample.message["content"] == "hi" and sample.finish_reason == "stop"
-    assert server.paths == ["/v1/chat/completions"] * 2 and server.authorizations == ["Bearer k"] * 2
-    assert server.bodies[0]["model"] == "m" and "tools" not in server.bodies[0]
+    assert server.paths == ["/v1/models"] + ["/v1/chat/completions"] * 2
+    assert server.authorizations == ["Bearer k"] * 3
+    assert server.bodies[1]["model"] == "m" and "tools" not in server.bodies[1]
+
+
+def test_openai_chat_checks_its_endpoint_first() -> None:
+    """A dead endpoint and a refused key are one line at once; an endpoint without a model list is trusted."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    with pytest.raises(ConfigError, match=r"^base_url http://127.0.0.1:\d+/v1: no server answers there \("):
+        make_generator("openai-chat", base_url=url, model="m")
+    refused = pytest.raises(
+        ConfigError, match=r"refused the API key \(HTTP 401 at /v1/models\): give api_key"
+    )
+    with scripted_server(Answer(401, {"error": "bad key"})) as server, refused:
+        make_generator("openai-chat", base_url=server.url, model="m", api_key="wrong")
+    with scripted_server(Answer(404, {"detail": "Not Found"})) as server:
+        make_generator("openai-chat", base_url=server.url, model="m").close()
 
 
 def test_hf_samples_with_the_logprobs_of_the_sampling_distribution(tiny_model: Path) -> None:

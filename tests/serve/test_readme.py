@@ -108,7 +108,7 @@ def test_serve_validate_drive_and_train_as_the_readme_says(tmp_path: Path) -> No
         assert row["rollout/failed"] == 0.0 and row["rollout/turns"] > 0
         from gym_swe.rollout.trajectory import load_jsonl
 
-        trajectories = load_jsonl(tmp_path / "served" / "trajectories" / "step_00000.jsonl")
+        trajectories = load_jsonl(tmp_path / "served" / "trajectories" / "step_0.jsonl")
         assert len(trajectories) == 2 and all(t.env_id == "CodeDebug-v0" and t.grade for t in trajectories)
     finally:
         os.killpg(server.pid, signal.SIGTERM)

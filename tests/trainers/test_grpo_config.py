@@ -4,6 +4,7 @@ both spellings, a YAML file under the flags, and the checks that refuse a settin
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,58 @@ def test_help_says_which_defaults_each_loss_takes() -> None:
     assert "gspo: --eps_low 0.0003 --eps_high 0.0004 --advantage_scale group" in text
     assert "dr_grpo: --eps_low 0.2 --eps_high 0.2 --advantage_scale none" in text
     assert "default: the --loss's own" in text
+
+
+def test_trl_names_are_aliases_where_the_knob_means_the_same(tmp_path: Path) -> None:
+    args = parse_args(["--model", "m", "--num_generations", "3", "--num-iterations", "2", "--loss_type", "grpo",
+                       "--epsilon", "0.1", "--epsilon_high", "0.3", "--scale_rewards", "batch",
+                       "--mask_truncated_completions", "--vllm_importance_sampling_cap", "3",
+                       "--lr_scheduler_type", "cosine", "--save_steps", "5", "--report_to", "none"])  # fmt: skip
+    assert (args.group_size, args.updates_per_batch, args.loss, args.eps_low, args.eps_high) == (
+        3,
+        2,
+        "grpo",
+        0.1,
+        0.3,
+    )
+    assert (args.advantage_scale, args.mask_truncated, args.tis_cap) == ("batch", True, 3.0)
+    assert (args.lr_schedule, args.save_every, args.log_with) == ("cosine", 5, "none")
+    assert (
+        parse_args(
+            ["--model", "m", "--generator", "vllm-server", "--vllm_server_base_url", "http://h"]
+        ).base_url
+        == "http://h"
+    )
+    config = tmp_path / "trl.yaml"
+    config.write_text("model: m\nnum_generations: 6\n")
+    assert parse_args(["--config", str(config)]).group_size == 6
+    help_text = " ".join(build_parser().format_help().split())
+    assert "Trajectories per task (G). (default: 4) TRL's name: --num_generations." in help_text
+    with pytest.raises(ConfigError, match="Unknown loss 'bnpo'"):  # the values are this trainer's
+        parse_args(["--model", "m", "--loss_type", "bnpo"])
+
+
+@pytest.mark.parametrize(("flag", "answer"), [
+    ("--max_completion_length", "a turn samples at most --max_new_tokens tokens, and a whole trajectory"),
+    ("--per_device_train_batch_size", "a step's batch is --tasks_per_step groups of --group_size"),
+    ("--gradient-accumulation-steps", "micro-batches of at most --max_tokens_per_microbatch tokens"),
+    ("--use_vllm", "--generator vllm (in-process) or --generator vllm-server"),
+    ("--bf16", "--mixed_precision bf16"),
+    ("--max_steps", "--steps (optimisation steps"),
+])  # fmt: skip
+def test_trl_names_of_other_knobs_are_answered_with_the_knob_to_use(flag: str, answer: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^{flag} is TRL's GRPOConfig knob; here: .*{re.escape(answer)}"):
+        parse_args(["--model", "m", flag, "1"])
+
+
+def test_config_key_errors_name_the_flags_as_they_are_written(tmp_path: Path) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text("model: m\nasync_mod: true\n")
+    with pytest.raises(ConfigError) as refused:
+        parse_args(["--config", str(config)])
+    assert "Did you mean 'async'?" in str(refused.value) and "'async_mode'" not in str(refused.value)
+    config.write_text("model: m\nmax_completion_length: 64\n")
+    with pytest.raises(
+        ConfigError, match="'max_completion_length' is TRL's GRPOConfig knob; here: a turn samples"
+    ):
+        parse_args(["--config", str(config)])

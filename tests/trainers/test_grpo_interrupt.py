@@ -39,7 +39,7 @@ def test_ctrl_c_or_sigterm_mid_step_closes_every_sandbox_and_keeps_what_ended(
     environment = {**os.environ, "PYTHONPATH": paths, "TOKENIZERS_PARALLELISM": "false"}
     process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env=environment)  # fmt: skip
-    step_file = tmp_path / "stopped" / "trajectories" / "step_00000.jsonl"
+    step_file = tmp_path / "stopped" / "trajectories" / "step_0.jsonl"
     try:
         while not (step_file.exists() and step_file.read_text(encoding="utf-8").count("\n") == GROUP):
             if process.poll() is not None:

@@ -12,7 +12,7 @@ from grpo_config import Args
 from grpo_run_dir import RunDirectory, curve, read_metrics, remove_run, run_directory, trajectory_metrics
 
 from gym_swe.errors import ConfigError
-from gym_swe.rollout.trajectory import Trajectory
+from gym_swe.rollout.trajectory import Trajectory, load_jsonl
 
 
 def test_a_used_run_directory_is_refused_unless_resumed_or_overwritten(tmp_path: Path) -> None:
@@ -38,7 +38,13 @@ def test_a_used_run_directory_is_refused_unless_resumed_or_overwritten(tmp_path:
 
 def test_overwrite_removes_only_what_a_run_writes(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    for name in ("trajectories", "checkpoints/step_1", "model", "run"):  # run/run: the tracker's logs
+    for name in (
+        "trajectories",
+        "checkpoints/step_1",
+        "model",
+        "tensorboard",
+        "run",
+    ):  # run/run: old tensorboard
         (run / name).mkdir(parents=True)
     for name in ("metrics.jsonl", "reward.png", "args.json", "notes.txt"):
         (run / name).write_text("x")
@@ -113,11 +119,13 @@ def test_a_resumed_run_reads_as_one_run(tmp_path: Path) -> None:
         accelerator.end_training()
 
     write(range(4), 0.0, None)
-    settings = sorted(path for path in (run / "run").iterdir() if path.is_dir())  # accelerate's hparams
+    # accelerate's hparams
+    settings = sorted(path for path in (run / "tensorboard").iterdir() if path.is_dir())
     checkpoint = run / "checkpoints" / "step_2"
     checkpoint.mkdir(parents=True)
     (checkpoint / "trainer_state.json").write_text(json.dumps({"step": 2, "version": 2}))
-    (run / "trajectories" / "step_00003.process1.jsonl").write_text("half a step\n")  # left by a crash
+    (run / "trajectories" / "step_3.process1.jsonl").write_text("half a step\n")  # left by a crash
+    (run / "trajectories" / "eval_step_2.jsonl").write_text("the stopped run's eval at step 2\n")
     write(range(2, 4), 10.0, checkpoint)
 
     assert [(line["step"], line["reward/mean"]) for line in read_metrics(run)] == [
@@ -127,11 +135,71 @@ def test_a_resumed_run_reads_as_one_run(tmp_path: Path) -> None:
         (3, 13),
     ]
     assert sorted(path.name for path in (run / "trajectories").iterdir()) == [
-        f"step_0000{step}.jsonl" for step in range(4)
+        f"step_{step}.jsonl" for step in range(4)
     ]
-    events = EventAccumulator(str(run / "run"))  # the tracker's directory: the run's name
+    layout = ["args.json", "checkpoints", "metrics.jsonl", "reward.png", "tensorboard", "trajectories"]
+    assert sorted(path.name for path in run.iterdir()) == layout  # as the README describes it
+    events = EventAccumulator(str(run / "tensorboard"))  # the tracker's directory, once
     events.Reload()
     points = [(event.step, event.value) for event in events.Scalars("reward/mean")]
     assert points == [(0, 0.0), (1, 1.0), (2, 12.0), (3, 13.0)]
     # the settings are not stored again: a second copy would show in the viewer as a second run
-    assert sorted(path for path in (run / "run").iterdir() if path.is_dir()) == settings
+    assert sorted(path for path in (run / "tensorboard").iterdir() if path.is_dir()) == settings
+
+
+def test_trl_names_are_logged_beside_ours(tmp_path: Path) -> None:
+    """A TRL dashboard's names (train/reward_std, train/frac_reward_zero_std, train/completions/*,
+    train/clip_ratio/*) come in metrics.jsonl and the tracker beside ours, from the same values."""
+    from accelerate import Accelerator
+
+    trajectories = [trajectory(1.0, 2), trajectory(0.0, 1)]
+    metrics = {"step": 0, **trajectory_metrics(trajectories, 2, 0.0, 1.0), "loss/clip_frac_low": 0.25,
+               "loss/clip_frac_high": 0.5, "loss/policy": -0.1, "perf/lr": 1e-6}  # fmt: skip
+    run_dir = RunDirectory(tmp_path / "run", Accelerator())
+    run_dir.start(Args(), None, None)
+    run_dir.write_step(metrics, trajectories, None)
+    [line] = read_metrics(tmp_path / "run")
+    assert line["train/reward"] == line["reward/mean"] == 0.5
+    assert (
+        line["train/reward_std"] == line["reward/group_std"] > 0 and line["train/frac_reward_zero_std"] == 0.0
+    )
+    lengths = (line["train/completions/mean_length"], line["train/completions/min_length"],
+               line["train/completions/max_length"])  # fmt: skip
+    assert lengths == (4.5, 3, 6)  # sampled tokens: 3 a turn
+    assert line["train/completions/clipped_ratio"] == 0.0 and line["train/loss"] == -0.1
+    assert (line["train/clip_ratio/low_mean"], line["train/clip_ratio/high_mean"]) == (0.25, 0.5)
+    assert line["train/clip_ratio/region_mean"] == 0.75 and line["train/learning_rate"] == 1e-6
+
+
+def test_a_step_without_signal_is_warned_about_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from accelerate import Accelerator
+
+    run_dir = RunDirectory(tmp_path / "run", Accelerator())
+    run_dir.start(Args(), None, None)
+    flat = [trajectory(0.0, 1) for _ in range(4)]  # two groups of 2, each scored alike
+    for step in (0, 1):
+        run_dir.write_step({"step": step, **trajectory_metrics(flat, 2, 1.0, 1.0)}, flat, None)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "grpo.py: warning: step 0: every group's rewards were equal (reward 0.000), so nothing was learned "
+        "from it; give the groups a spread: more samples (--group_size), --dynamic_sampling, an easier task "
+        "set (--tasks, --train_task_ids), or the share of tests passed as the reward (--env_kwargs "
+        '\'{"reward": "fraction"}\')'
+    ]
+    spread = [trajectory(1.0, 1), trajectory(0.0, 1)]
+    quiet = RunDirectory(tmp_path / "quiet", Accelerator())
+    quiet.start(Args(), None, None)
+    quiet.write_step({"step": 0, **trajectory_metrics(spread, 2, 0.0, 1.0)}, spread, None)
+    assert capsys.readouterr().err == ""
+
+
+def test_eval_episodes_are_saved_beside_the_training_ones(tmp_path: Path) -> None:
+    from accelerate import Accelerator
+
+    run_dir = RunDirectory(tmp_path / "run", Accelerator())
+    run_dir.start(Args(), None, None)
+    run_dir.write_eval(5, [trajectory(1.0, 2, resolved=True)])
+    [saved] = load_jsonl(tmp_path / "run" / "trajectories" / "eval_step_5.jsonl")
+    assert saved.resolved and len(saved.turns) == 2  # the training files' schema

@@ -43,7 +43,7 @@ def test_resume_continues_exactly(tiny_bpe_model: Path, tmp_path: Path) -> None:
     assert [r["step"] for r in metrics(tmp_path / "stopped")] == [0, 1, 2, 3]
     expected = [round(r["reward/mean"], 6) for r in metrics(tmp_path / "straight")]
     assert [round(r["reward/mean"], 6) for r in metrics(tmp_path / "stopped")] == expected
-    events = EventAccumulator(str(tmp_path / "stopped" / "stopped"))  # the tracker's logs: the run's name
+    events = EventAccumulator(str(tmp_path / "stopped" / "tensorboard"))  # the tracker's logs, not nested
     events.Reload()
     assert [(e.step, round(e.value, 6)) for e in events.Scalars("reward/mean")] == list(enumerate(expected))
 
@@ -97,8 +97,13 @@ def test_codedebug_smoke_run_writes_everything(tiny_bpe_model: Path, tmp_path: P
         assert name in rows[0], name
     from gym_swe.rollout.trajectory import load_jsonl
 
-    step0 = load_jsonl(run / "trajectories" / "step_00000.jsonl")
+    step0 = load_jsonl(run / "trajectories" / "step_0.jsonl")
     assert len(step0) == 4 and all(t.env_id == "CodeDebug-v0" and t.policy_version == 0 for t in step0)
+    assert rows[0]["train/frac_reward_zero_std"] == 1.0 and "train/completions/mean_length" in rows[0]
+    for step in (0, 2):  # the episodes behind each eval/pass@1, beside the training ones, in their schema
+        evaluated = load_jsonl(run / "trajectories" / f"eval_step_{step}.jsonl")
+        assert len(evaluated) == 2 and all(t.grade is not None for t in evaluated)
+        assert sum(t.resolved for t in evaluated) / 2 == rows[step]["eval/pass@1"]
     assert (run / "checkpoints" / "step_2" / "trainer_state.json").exists()
     before, after = weights(tiny_bpe_model), weights(run / "model")
     assert any(not torch.equal(before[name], after[name]) for name in before)

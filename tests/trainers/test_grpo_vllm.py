@@ -44,7 +44,7 @@ def test_async_collects_one_step_off(tiny_bpe_model: Path, tmp_path: Path) -> No
     rows = rows[:3]
     assert [row["async/staleness"] for row in rows] == [0, 1, 1]
     versions = [
-        {json.loads(line)["policy_version"] for line in (tmp_path / "async" / "trajectories" / f"step_{n:05d}.jsonl")
+        {json.loads(line)["policy_version"] for line in (tmp_path / "async" / "trajectories" / f"step_{n}.jsonl")
          .read_text().splitlines()}
         for n in range(3)
     ]  # fmt: skip

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,8 +53,10 @@ NEED_HINTS = {
 }
 LOADS_ITS_MODEL = ("hf", "vllm")
 """The kinds that load ``model`` here (the others only name it to a server)."""
+SERVER_KINDS = ("vllm-server", "openai-chat")
+"""The kinds that generate on a server at ``base_url``, which `check_server` asks before a run starts."""
 PROBE_PATH = "/v1/models"
-"""What a ``vllm-server`` must answer before a run starts (an OpenAI-compatible server's model list)."""
+"""What a server must answer before a run starts (an OpenAI-compatible server's model list)."""
 PROBE_TIMEOUT = 30.0
 
 
@@ -82,8 +85,8 @@ def make_generator(
         model: a model directory or Hugging Face id (a server's: the served name); ``hf`` also takes a
             model object.
         tokenizer: a tokenizer or its name (default: the model's, for the kinds that load the model).
-        base_url: the server (``vllm-server``, ``openai-chat``); a ``vllm-server`` must answer at
-            ``/v1/models`` before anything else happens.
+        base_url: the server (``vllm-server``, ``openai-chat``), which must answer before anything else
+            happens (`check_server`).
         api_key: the server's bearer token (``openai-chat`` defaults to ``OPENAI_API_KEY``).
         max_model_len: the in-process engine's context length (``vllm``).
         sleep_mode: make the engine with vLLM's sleep mode (``vllm``; CUDA and ROCm only).
@@ -129,8 +132,8 @@ def make_generator(
         check_model_name(name("model"), model)
     if isinstance(tokenizer, (str, Path)):
         check_model_name(tokenizer_option, tokenizer)
-    if kind == "vllm-server":
-        _check_answers(str(base_url), api_key, name("base_url"))
+    if kind in SERVER_KINDS:
+        check_server(kind, str(base_url), api_key, str(model), name)
     if isinstance(tokenizer, (str, Path)):
         with loading(tokenizer_option, tokenizer):
             arguments["tokenizer"] = _load_tokenizer(tokenizer)
@@ -154,22 +157,57 @@ def _needs(kind: str, missing: list[str], flags: Callable[[str], str] | None) ->
     return f"generator {kind!r} needs {', '.join(missing)}: make_generator({kind!r}, {call})"
 
 
-def _check_answers(base_url: str, api_key: str | None, option: str) -> None:
-    """Fail now, in one line, when no server answers at ``base_url``, rather than after a step of failed
-    episodes."""
+def check_server(
+    kind: str,
+    base_url: str,
+    api_key: str | None,
+    model: str,
+    flags: Callable[[str], str] | None = None,
+) -> None:
+    """Fail now, in one line, rather than after a run of failed episodes: no server answers at ``base_url``
+    (either kind); a ``vllm-server`` that does not list its models or serves none named ``model`` (its names
+    are listed); an ``openai-chat`` endpoint that refuses the key. An endpoint without a model list is
+    trusted (not every hosted one has it). ``flags``: how the caller's user spells each option."""
     from gym_swe.rollout.generators.http import HTTPClient, NoAnswer, server_root
 
-    client = HTTPClient(server_root(base_url), api_key=api_key, timeout=PROBE_TIMEOUT, concurrency=1)
+    name = flags or (lambda option: option)
+    where = f"{name('base_url')} {base_url}"
+    key = api_key or (os.environ.get("OPENAI_API_KEY") if kind == "openai-chat" else None)
+    client = HTTPClient(server_root(base_url), api_key=key, timeout=PROBE_TIMEOUT, concurrency=1)
     try:
         response = client.get(PROBE_PATH, retry=False)
     except NoAnswer as error:
-        raise ConfigError(f"{option} {base_url}: no vLLM server answers there ({error.reason})") from None
+        server = "vLLM server" if kind == "vllm-server" else "server"
+        raise ConfigError(f"{where}: no {server} answers there ({error.reason})") from None
     finally:
         client.close()
+    if kind == "openai-chat":
+        if response.status_code in (401, 403):
+            raise ConfigError(
+                f"{where} refused the API key (HTTP {response.status_code} at {PROBE_PATH}): give "
+                f"{name('api_key')} (or set OPENAI_API_KEY)"
+            )
+        return
     if response.is_error:
         raise ConfigError(
-            f"{option} {base_url}: no vLLM server answers there (HTTP {response.status_code} at {PROBE_PATH})"
+            f"{where}: no vLLM server answers there (HTTP {response.status_code} at {PROBE_PATH})"
         )
+    served = served_models(response)
+    if served is not None and model not in served:
+        listed = ", ".join(repr(one) for one in served[:10]) or "none"
+        raise ConfigError(
+            f"{name('model')} {model!r}: the server at {base_url} serves no model of that name; it serves "
+            f"{listed} (a server's name is its --served-model-name, else the path it loaded)"
+        )
+
+
+def served_models(response: Any) -> list[str] | None:
+    """The model names in a ``/v1/models`` answer, or None where it cannot be read as one."""
+    try:
+        data = response.json()["data"]
+        return [str(entry["id"]) for entry in data]
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _load_tokenizer(name: str | Path) -> Any:

@@ -152,7 +152,7 @@ def test_grpo_trains_through_pi(pi: Harness, tiny_model: Path, tmp_path: Path) -
           "--run_name", "p")  # fmt: skip
     run = tmp_path / "p"
     assert metrics(run)[0]["rollout/failed"] == 0.0
-    trajectories = load_jsonl(run / "trajectories" / "step_00000.jsonl")
+    trajectories = load_jsonl(run / "trajectories" / "step_0.jsonl")
     assert len(trajectories) == 2
     for trajectory in trajectories:
         assert "write" in [tool["function"]["name"] for tool in trajectory.tools]
