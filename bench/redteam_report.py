@@ -40,8 +40,8 @@ GROUPS = {
 def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         report, soak = Path(scratch) / "report.xml", Path(scratch) / "soak.json"
-        # The whole soak (make test plays 200 of its 500 episodes), unless asked otherwise.
-        env = {"GYM_SWE_SOAK_EPISODES": "500", **os.environ, "GYM_SWE_SOAK_REPORT": str(soak)}
+        # The whole soak and load test (make test plays a quarter of each), unless asked otherwise.
+        env = {"GYM_SWE_TEST_SCALE": "1", **os.environ, "GYM_SWE_SOAK_REPORT": str(soak)}
         targets = sys.argv[1:] or ["tests/redteam", "tests/sandbox/test_protocol.py"]
         command = [
             sys.executable,

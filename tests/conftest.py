@@ -16,6 +16,8 @@ import pytest
 
 from gym_swe.sandbox import Limits, make_sandbox
 
+pytest_plugins = ["tests.scheduling"]  # how the suite runs in parallel, and how its time is watched
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
@@ -24,6 +26,33 @@ def _unavailable(what: str, flag: str, reason: str) -> None:
     if os.environ.get(flag) == "1":
         pytest.fail(f"{what} is required here ({flag}=1) but unavailable: {reason}")
     pytest.skip(f"{what} unavailable: {reason}")
+
+
+def long_run_scale() -> float:
+    """The share of their full size that the long runs play (the soak, the load test, every HumanEvalPack
+    task): ``GYM_SWE_TEST_SCALE``, 1 (all of it) unless set. `make test` plays a quarter, every kind of
+    episode still; the bench scripts (bench/redteam_report.py, make bench) play them whole."""
+    raw = os.environ.get("GYM_SWE_TEST_SCALE", "1")
+    try:
+        scale = float(raw)
+    except ValueError:
+        scale = -1.0
+    if not 0 < scale <= 1:
+        raise pytest.UsageError(f"GYM_SWE_TEST_SCALE must be a number in (0, 1], got {raw!r}")
+    return scale
+
+
+def scaled(count: int) -> int:
+    """``count`` at `long_run_scale`, at least 1."""
+    return max(1, round(count * long_run_scale()))
+
+
+def spread_sample(items: list, count: int) -> list:  # type: ignore[type-arg]
+    """``count`` of ``items`` spread evenly over them (the first, then every len/count-th): the same sample
+    every run, reaching every part of the list."""
+    if count >= len(items):
+        return list(items)
+    return [items[(i * len(items)) // count] for i in range(count)]
 
 
 def require_bwrap() -> None:
@@ -95,15 +124,9 @@ def tiny_model() -> Path:
     """A random tiny Llama with the real Qwen2.5 tokenizer and chat template, or, where the shared data is
     absent, with a small BPE tokenizer trained here (built once, kept in .tmp)."""
     pytest.importorskip("transformers")
-    from gym_swe.rollout.tiny import make_tiny_bpe_model, make_tiny_model
-    from tests.rollout.conftest import MODELS, TOKENIZERS
+    from tests import models
 
-    if not (TOKENIZERS / "qwen2.5-instruct").is_dir():
-        return make_tiny_bpe_model(MODELS)
-    path = MODELS / "tiny-qwen2.5"
-    if not (path / "model.safetensors").exists():
-        make_tiny_model(TOKENIZERS / "qwen2.5-instruct", path)
-    return path
+    return models.tiny_model()
 
 
 @pytest.fixture(scope="session")

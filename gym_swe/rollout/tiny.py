@@ -10,16 +10,21 @@ gym_swe's own source and gives it a ChatML chat template with tool calls in the 
 The recipes, one place for all their users:
 
 - `make_tiny_tokenizer`, `make_tiny_model`: build one into the directory given (a Llama, or a Qwen2);
-- `make_tiny_bpe_model`: the tiny model over the tiny tokenizer, built once in a models directory;
+- `make_tiny_bpe_tokenizer`, `make_tiny_bpe_model`: the tiny tokenizer, and the tiny model over it, built once
+  in a models directory (`built_once`: safe when several processes want it at once);
 - `make_tiny_trl_model`: the same with TRL's Qwen2.5 chat template, which TRL parses tool calls from;
 - `make_tiny_tool_caller`: that model taught to answer each CodeDebug-v0 turn with one bash tool call.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
-from collections.abc import Sequence
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +154,35 @@ def make_tiny_model(
 
 
 # -- built once in a models directory, reused after --------------------------------------------------------
+def built_once(out: str | Path, build: Callable[[Path], object], done: str = "config.json") -> Path:
+    """``out``, built by ``build(folder)`` unless ``out/done`` exists. Processes that want the same model at
+    once (test workers, ranks of a run) take turns on a lock beside it, so it is built once; the build goes to
+    a scratch folder renamed into place at the end, so that a build killed half-way leaves nothing that looks
+    done."""
+    out = Path(out)
+    if (out / done).exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if (out / done).exists():
+            return out  # another process built it while this one waited
+        scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        try:
+            build(scratch)
+            shutil.rmtree(out, ignore_errors=True)  # a half-built folder of an older, unlocked build
+            os.rename(scratch, out)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+def make_tiny_bpe_tokenizer(models_dir: str | Path) -> Path:
+    """`make_tiny_tokenizer` with gym_swe's ChatML template, built once in ``models_dir`` as
+    ``tiny-bpe-tokenizer/``; its path."""
+    return built_once(Path(models_dir) / "tiny-bpe-tokenizer", make_tiny_tokenizer, done="tokenizer.json")
+
+
 def make_tiny_bpe_model(models_dir: str | Path) -> Path:
     """The tiny Llama over the tiny BPE tokenizer with gym_swe's ChatML template (a 2,048-token vocabulary:
     quick on a CPU, and a vowel is a likely token). Built once in ``models_dir``, as ``tiny-bpe-tokenizer/``
@@ -168,12 +202,12 @@ def make_tiny_trl_model(models_dir: str | Path) -> Path:
 
 
 def _model_over_tiny_tokenizer(models_dir: Path, name: str, chat_template: str) -> Path:
-    tokenizer, model = models_dir / f"{name}-tokenizer", models_dir / name
-    if not (tokenizer / "tokenizer.json").exists():
-        make_tiny_tokenizer(tokenizer, chat_template=chat_template)
-    if not (model / "model.safetensors").exists():
-        make_tiny_model(tokenizer, model)
-    return model
+    tokenizer = built_once(
+        models_dir / f"{name}-tokenizer",
+        lambda folder: make_tiny_tokenizer(folder, chat_template=chat_template),
+        done="tokenizer.json",
+    )
+    return built_once(models_dir / name, lambda folder: make_tiny_model(tokenizer, folder))
 
 
 # -- taught one reply --------------------------------------------------------------------------------------
@@ -201,31 +235,39 @@ def make_tiny_tool_caller(
     tool schemas (gym_swe's collector), and with each tool list of ``other_tools`` (as ``apply_chat_template``
     takes ``tools=``: TRL renders its environment class's methods, `gym_swe.integrations.trl.trl_tools`).
     Between replies come the chat template's tool turn and generation prompt, the ids both sides append to
-    the sampled ones (TRL's tool suffix, gym_swe's bridge). Fine-tuned once (``steps`` AdamW steps, a minute
-    or two on a CPU for the default 1,000) and kept in ``models_dir``, under a name that says what it learnt.
+    the sampled ones (TRL's tool suffix, gym_swe's bridge).
+
+    Fine-tuned once (``steps`` AdamW steps: several CPU-minutes for the default 1,000, so `make test` builds
+    it in its set-up, beside the images, and the tests find it) and kept in ``models_dir`` under the digest
+    of what it learns (the examples, token for token, and the recipe): playing the examples' episodes takes
+    seconds, and a change to the env's prompts, tools or tasks, or to the tokenizer, is a new model.
 
     At temperature 1 the default's reply is the call about 98.6% of the time on each turn, so nearly every
     episode plays all its turns; 200 steps give about 80%, which leaves a group's rollouts some spread."""
+    base = make_tiny_trl_model(models_dir)
+    examples = _tool_caller_examples(base, other_tools)
+    recipe = {"recipe": 4, "steps": steps, "seed": seed, "examples": examples}
+    digest = hashlib.sha256(json.dumps(recipe).encode()).hexdigest()[:12]
+    return built_once(
+        Path(models_dir) / f"tiny-bpe-trl-tool-caller-{digest}",
+        lambda folder: _teach_tool_caller(base, examples, steps, seed, folder),
+        done="model.safetensors",
+    )
+
+
+def _tool_caller_examples(
+    base: Path, other_tools: Sequence[Sequence[Any]]
+) -> list[tuple[list[int], list[int]]]:
+    """The tool caller's lessons: (ids, labels) of whole episodes, each reply trained on (labels -100
+    elsewhere), played in real CodeDebug-v0 episodes."""
     import gymnasium
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils.chat_template_utils import get_json_schema
+    from transformers import AutoTokenizer
 
     import gym_swe  # noqa: F401  (registers the envs)
     from gym_swe.envs.unwrapped import tool_env
     from gym_swe.rollout.chat import ChatFormat
 
-    # The name says what it learnt (v3: every turn, on the env's tool results), the other renderings included.
-    renderings = [[t if isinstance(t, dict) else get_json_schema(t) for t in tools] for tools in other_tools]
-    learnt = f"v3-{steps}" + (f"-seed{seed}" if seed else "")
-    if renderings:
-        learnt += "-" + hashlib.sha256(json.dumps(renderings, sort_keys=True).encode()).hexdigest()[:8]
-    out = Path(models_dir) / f"tiny-bpe-trl-tool-caller-{learnt}"
-    if (out / "model.safetensors").exists():
-        return out
-    base = make_tiny_trl_model(models_dir)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
-    model = AutoModelForCausalLM.from_pretrained(str(base))
     env = gymnasium.make("CodeDebug-v0")
     code_debug = tool_env(env)
     schemas = code_debug.toolbox.schemas()
@@ -235,7 +277,7 @@ def make_tiny_tool_caller(
     arguments = json.dumps({"command": TOOL_CALL_COMMAND})
     call = {"id": "call0", "type": "function", "function": {"name": "bash", "arguments": arguments}}
     action = {"role": "assistant", "content": "", "tool_calls": [call]}
-    examples = []  # (ids, labels): a whole episode, each reply trained on
+    examples = []
     try:
         # Tasks whose test script ends at once (a looping bug's would run until the tool's timeout).
         quick = [task for task in code_debug.tasks if task.failure_symptoms == "incorrect output"]
@@ -261,6 +303,16 @@ def make_tiny_tool_caller(
                 examples.append((ids + reply, labels + reply))
     finally:
         env.close()
+    return examples
+
+
+def _teach_tool_caller(
+    base: Path, examples: list[tuple[list[int], list[int]]], steps: int, seed: int, out: Path
+) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(base))
     torch.manual_seed(seed)
     # No weight decay: it caps the logits, and every token of the reply keeps a chance to go astray.
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
@@ -270,10 +322,14 @@ def make_tiny_tool_caller(
     order = [index for _ in range(passes) for index in torch.randperm(len(examples)).tolist()]
     for step in range(steps):
         ids, labels = examples[order[step]]
-        loss = model(input_ids=torch.tensor([ids]), labels=torch.tensor([labels])).loss
+        # The loss of the model's own (its labels shifted by one), with logits only where a reply token is
+        # predicted: the vocabulary projection of the other ~95% of positions was a third of a step's time.
+        hidden = model.model(input_ids=torch.tensor([ids])).last_hidden_state[0, :-1]
+        targets = torch.tensor(labels[1:])
+        scored = targets != -100
+        loss = torch.nn.functional.cross_entropy(model.lm_head(hidden[scored]).float(), targets[scored])
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
     model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    return out
+    AutoTokenizer.from_pretrained(str(base)).save_pretrained(out)

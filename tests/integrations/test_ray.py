@@ -48,11 +48,9 @@ def ray_session() -> Iterator:
 @pytest.fixture(scope="module")
 def tokenizer():  # type: ignore[no-untyped-def]
     transformers = pytest.importorskip("transformers")
-    from gym_swe.rollout.tiny import make_tiny_tokenizer
+    from gym_swe.rollout.tiny import make_tiny_bpe_tokenizer
 
-    path = MODELS / "tiny-bpe-tokenizer"
-    if not (path / "tokenizer.json").exists():
-        make_tiny_tokenizer(path)
+    path = make_tiny_bpe_tokenizer(MODELS)
     return transformers.AutoTokenizer.from_pretrained(str(path))
 
 

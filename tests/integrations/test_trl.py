@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests import models
 from tests.conftest import REPO_ROOT, require_bwrap
+from tests.models import MODELS
 
 pytest.importorskip("trl")
 pytest.importorskip("datasets")
@@ -22,12 +24,10 @@ from gym_swe.integrations.trl import (
     environment_class,
     trl_dataset,
     trl_spec,
-    trl_tools,
 )
-from gym_swe.rollout.tiny import TOOL_CALL_COMMAND, make_tiny_tool_caller, make_tiny_trl_model
+from gym_swe.rollout.tiny import TOOL_CALL_COMMAND, make_tiny_trl_model
 from gym_swe.tasks.functions import load_function_tasks
 
-MODELS = REPO_ROOT / ".tmp" / "models"
 TASKS = ["GymSwe/0", "GymSwe/1"]
 
 
@@ -44,7 +44,7 @@ def tool_caller() -> Path:
     default 1,000 steps, a call on nearly every turn): 200 steps gave 35-80% a turn from build to build (its
     training on CPU is not bit-repeatable), and one build's rollouts here made a single call between them."""
     require_bwrap()  # it learns the env's real tool results, played in local sandboxes
-    return make_tiny_tool_caller(MODELS, other_tools=[trl_tools("CodeDebug-v0")])
+    return models.tool_caller()  # built by make test's set-up (python -m tests.models)
 
 
 def grpo_config(out: Path, **overrides):  # type: ignore[no-untyped-def]

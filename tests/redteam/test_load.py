@@ -1,5 +1,6 @@
 """Many episodes at once on one host, a third of them hostile: 32 local sandboxes and 16 docker ones at the same
-time, through the collector. The hostile ones fork-bomb, fill their memory and disks, get their executor
+time, through the collector (the whole mix in bench/redteam_report.py; `make test` plays a quarter of each kind,
+at least one, 13 and 8 at once: ``GYM_SWE_TEST_SCALE``, `tests.conftest.long_run_scale`). The hostile ones fork-bomb, fill their memory and disks, get their executor
 OOM-killed, leave a FIFO for the grader, write bytes and file names that are not UTF-8, and flood the parser
 (the attacks of issue 21, part A). Every honest episode must be graded exactly as when it runs alone, nothing
 may be left behind, and the host's memory stays bounded. Figures: bench/RESULTS.md ("Load")."""
@@ -24,6 +25,7 @@ from gym_swe.rollout.generators.base import Sample, SamplingParams
 from gym_swe.rollout.trajectory import Trajectory
 from gym_swe.sandbox import Limits
 from gym_swe.tasks.functions import load_function_tasks
+from tests.conftest import scaled
 from tests.redteam.scripted import SUBMIT, bash, make_env, write
 from tests.redteam.test_soak import footprint
 
@@ -70,8 +72,8 @@ HOSTILE = {
         SUBMIT,
     ],
 }
-# (backend, kind): how many episodes of each, all at once
-MIX = {
+# (backend, kind): how many episodes of each in the whole mix, all at once
+FULL_MIX = {
     ("local", "fix"): 11,
     ("local", "wrong"): 10,
     ("local", "fork_bomb"): 2,
@@ -90,6 +92,7 @@ MIX = {
     ("docker", "oom_executor"): 1,
     ("docker", "fifo_solution"): 1,
 }
+MIX = {key: scaled(count) for key, count in FULL_MIX.items()}
 FUNCTION = re.compile(r"The function `(\w+)`")
 
 
@@ -132,18 +135,21 @@ def grade_of(trajectory: Trajectory) -> dict[str, Any]:
     }
 
 
+def _rss() -> int:
+    status = Path("/proc/self/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) * 1024  # type: ignore[union-attr]
+
+
 @contextmanager
 def memory_watch() -> Iterator[dict[str, int]]:
-    """Samples this process's resident memory and the host's available memory while inside: the peaks."""
-    seen = {"peak_rss": 0, "min_available": 1 << 62}
+    """Samples this process's resident memory and the host's available memory while inside: the peaks, and
+    the resident memory on entry (a test worker may hold what earlier tests loaded)."""
+    seen = {"peak_rss": 0, "min_available": 1 << 62, "start_rss": _rss()}
     done = threading.Event()
 
     def sample() -> None:
         while not done.is_set():
-            status = Path("/proc/self/status").read_text()
-            seen["peak_rss"] = max(
-                seen["peak_rss"], int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) * 1024
-            )  # type: ignore[union-attr]
+            seen["peak_rss"] = max(seen["peak_rss"], _rss())
             meminfo = Path("/proc/meminfo").read_text()
             available = int(re.search(r"MemAvailable:\s+(\d+)", meminfo).group(1)) * 1024  # type: ignore[union-attr]
             seen["min_available"] = min(seen["min_available"], available)
@@ -159,7 +165,7 @@ def memory_watch() -> Iterator[dict[str, int]]:
 
 
 @pytest.mark.slow
-def test_48_episodes_at_once_a_third_hostile() -> None:
+def test_many_episodes_at_once_a_third_hostile() -> None:
     from tests.rollout.conftest import TOKENIZERS
     from tests.rollout.test_proxy import tokenizer_for
 
@@ -232,6 +238,7 @@ def test_48_episodes_at_once_a_third_hostile() -> None:
         "seconds": round(seconds, 1),
         "honest_alone_seconds": round(alone_seconds, 1),
         "peak_rss_mib": round(memory["peak_rss"] / MiB),
+        "start_rss_mib": round(memory["start_rss"] / MiB),
         "host_min_available_mib": round(memory["min_available"] / MiB),
         "before": before,
         "after": after,
@@ -244,5 +251,6 @@ def test_48_episodes_at_once_a_third_hostile() -> None:
     for name in ("containers", "processes", "temp_dirs", "cgroups"):
         assert after[name] <= before[name], report
     assert after["open_files"] <= before["open_files"] + 2, report  # the docker client may pool a socket
-    # Bounded: every read from a sandbox is, so 48 episodes' worth of flooding adds no more than this.
-    assert memory["peak_rss"] < 2048 * MiB, report
+    # Bounded: every read from a sandbox is, so 48 episodes' worth of flooding adds no more than this (over
+    # what the process held before: a test worker may hold earlier tests' models).
+    assert memory["peak_rss"] - memory["start_rss"] < 1536 * MiB, report

@@ -1,8 +1,8 @@
 """Episodes in a row, of every kind (submitted, cut at max_turns, sandbox killed; both envs, both backends):
 nothing may be left behind, no container, process, temp dir, cgroup or open file.
 
-500 episodes in `bench/redteam_report.py`; ``GYM_SWE_SOAK_EPISODES`` scales the mix, and `make test` runs 200
-(every kind still played, the killed docker ones 4 times), which keeps six minutes out of the suite."""
+500 episodes in `bench/redteam_report.py`; ``GYM_SWE_TEST_SCALE`` scales the mix (`tests.conftest.long_run_scale`),
+and `make test` plays a quarter of it (every kind still played, each at least once)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from gym_swe.sandbox.cgroups import jail_cgroup_parents
 from gym_swe.sandbox.local import WORKSPACE_PREFIX, workspace_root
 from gym_swe.tasks.functions import load_function_tasks
 from gym_swe.tasks.swe import load_swe_tasks
-from tests.conftest import kill_jail
+from tests.conftest import kill_jail, scaled
 from tests.redteam.scripted import SUBMIT, bash, make_env, write
 
 FULL = 500
@@ -32,8 +32,7 @@ FULL_MIX = {
     ("CodeDebug-v0", "docker", "killed"): 10,
     ("SWEGym-v0", "docker", "fix"): 30,
 }
-EPISODES = int(os.environ.get("GYM_SWE_SOAK_EPISODES", FULL))
-MIX = {key: max(1, round(count * EPISODES / FULL)) for key, count in FULL_MIX.items()}
+MIX = {key: scaled(count) for key, count in FULL_MIX.items()}
 
 
 def _descendants(root: int) -> set[int]:

@@ -15,10 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, SHARED_DATA
-
-TOKENIZERS = SHARED_DATA / "tokenizers"
-MODELS = REPO_ROOT / ".tmp" / "models"
+from tests.conftest import REPO_ROOT
+from tests.models import MODELS, TOKENIZERS  # noqa: F401  (the rollout tests import them from here)
 
 
 def vllm_python() -> str:

@@ -65,11 +65,9 @@ def tokenizer_for(name: str):  # type: ignore[no-untyped-def]
     from transformers import AutoTokenizer
 
     if name == "tiny-bpe":
-        from gym_swe.rollout.tiny import make_tiny_tokenizer
+        from gym_swe.rollout.tiny import make_tiny_bpe_tokenizer
 
-        path = MODELS / "tiny-bpe-tokenizer"
-        if not (path / "tokenizer.json").exists():
-            make_tiny_tokenizer(path)
+        path = make_tiny_bpe_tokenizer(MODELS)
         return AutoTokenizer.from_pretrained(path)
     if not (TOKENIZERS / name).is_dir():
         pytest.skip(f"the shared tokenizer {name} is absent ({TOKENIZERS})")

@@ -61,12 +61,10 @@ def test_seeds_are_one_int_or_none_per_prompt(seeds: list) -> None:
 def test_a_run_seed_with_a_generator_that_takes_no_seeds_fails_loudly() -> None:
     """A seed the generator would drop is an error, not a silently unseeded run."""
     require_bwrap()
-    from gym_swe.rollout.tiny import make_tiny_tokenizer
+    from gym_swe.rollout.tiny import make_tiny_bpe_tokenizer
     from tests.rollout.conftest import MODELS
 
-    path = MODELS / "tiny-bpe-tokenizer"
-    if not (path / "tokenizer.json").exists():
-        make_tiny_tokenizer(path)
+    path = make_tiny_bpe_tokenizer(MODELS)
     transformers = pytest.importorskip("transformers")
     generator = ScriptedGenerator(transformers.AutoTokenizer.from_pretrained(str(path)), ["no tool call"])
     with pytest.raises(TypeError, match="seeds"):

@@ -86,11 +86,9 @@ FAMILIES = {
 def load(name: str):  # type: ignore[no-untyped-def]
     transformers = pytest.importorskip("transformers")
     if name == "tiny-bpe":
-        from gym_swe.rollout.tiny import make_tiny_tokenizer
+        from gym_swe.rollout.tiny import make_tiny_bpe_tokenizer
 
-        path = MODELS / "tiny-bpe-tokenizer"
-        if not (path / "tokenizer.json").exists():
-            make_tiny_tokenizer(path)
+        path = make_tiny_bpe_tokenizer(MODELS)
         return transformers.AutoTokenizer.from_pretrained(str(path))
     if not (TOKENIZERS / name).is_dir():
         pytest.skip(f"tokenizer {name} not available")

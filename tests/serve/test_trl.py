@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from tests import models
 from tests.conftest import REPO_ROOT, require_bwrap
-from tests.rollout.conftest import MODELS, vllm_python
+from tests.rollout.conftest import vllm_python
 from tests.serve.server import EnvServer
 
 pytest.importorskip("trl")
 pytest.importorskip("datasets")
 
-from gym_swe.integrations.trl import EnvironmentFactory, environment_class, trl_dataset, trl_tools
-from gym_swe.rollout.tiny import TOOL_CALL_COMMAND, make_tiny_tool_caller
+from gym_swe.integrations.trl import EnvironmentFactory, environment_class, trl_dataset
+from gym_swe.rollout.tiny import TOOL_CALL_COMMAND
 
 TASKS = ["GymSwe/0", "GymSwe/1"]
 
@@ -30,7 +31,7 @@ TASKS = ["GymSwe/0", "GymSwe/1"]
 def tool_caller() -> Path:
     """tests/integrations/test_trl.py's tiny model taught to answer with a bash tool call (the same, cached)."""
     require_bwrap()
-    return make_tiny_tool_caller(MODELS, other_tools=[trl_tools("CodeDebug-v0")])
+    return models.tool_caller()  # built by make test's set-up (python -m tests.models)
 
 
 @pytest.fixture(scope="module")

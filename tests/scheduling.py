@@ -1,0 +1,111 @@
+"""How the suite runs in parallel, and how its time is watched (a pytest plugin; tests/conftest.py loads it).
+
+`make test` runs the suite under pytest-xdist (``-n`` workers, ``--dist loadgroup``): most tests wait on
+sandboxes, containers, servers and subprocesses, so a 2-core machine runs several at once. The unit of work is
+a test module (its module fixtures start once, on one worker), or a group that spans modules where tests share
+a costly session fixture (`SHARED_FIXTURES`: one vLLM server for all its users, not one per worker). Units
+start longest first, by ``tests/durations.json`` (seconds per unit, from an earlier run; a unit it lacks counts
+`UNKNOWN_TEST_SECONDS` a test), so that no long unit starts last and keeps one worker busy at the end.
+
+Every run writes what each unit took to ``.tmp/test-durations.json``; copy it over ``tests/durations.json`` to
+refresh the order (stale figures only make the schedule worse, never a result wrong). Without xdist (a plain
+``pytest tests/x``), none of this changes anything but the order tests run in.
+
+The log of every run lists the slowest tests (``--durations`` in pyproject.toml) and, where a test took more
+than `SLOW_SECONDS` and has no docstring saying why, names it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DURATIONS = REPO_ROOT / "tests" / "durations.json"
+MEASURED = REPO_ROOT / ".tmp" / "test-durations.json"
+UNKNOWN_TEST_SECONDS = 2.0
+SLOW_SECONDS = 60.0
+
+# A session fixture that costs a process start of tens of seconds and a GB of memory: every test using it runs
+# on one worker, which starts it once.
+SHARED_FIXTURES = {"vllm_server": "vllm"}
+
+
+def unit_of(item: pytest.Item) -> str:
+    """The unit ``item`` is scheduled in: the group of a costly shared fixture it uses, else its module."""
+    for fixture in getattr(item, "fixturenames", ()):
+        if fixture in SHARED_FIXTURES:
+            return SHARED_FIXTURES[fixture]
+    return item.nodeid.split("::", 1)[0]
+
+
+def _known_durations() -> dict[str, float]:
+    try:
+        recorded = json.loads(DURATIONS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(unit): float(seconds) for unit, seconds in recorded.items()}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group marks into the node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    units = {id(item): unit_of(item) for item in items}
+    if config.getvalue("dist") == "loadgroup":
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(units[id(item)]))
+    counts: dict[str, int] = defaultdict(int)
+    for unit in units.values():
+        counts[unit] += 1
+    known = _known_durations()
+    weight = {unit: known.get(unit, UNKNOWN_TEST_SECONDS * count) for unit, count in counts.items()}
+    # Longest unit first; within a unit, the order pytest collected (sorted() is stable).
+    items.sort(key=lambda item: -weight[units[id(item)]])
+
+
+class DurationRecorder:
+    """Seconds per unit and per test, as reports come in (on the controller under xdist)."""
+
+    def __init__(self) -> None:
+        self.units: dict[str, float] = defaultdict(float)
+        self.slow: list[tuple[float, str]] = []  # over SLOW_SECONDS, with no docstring
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        properties = dict(report.user_properties)
+        self.units[str(properties.get("unit", report.nodeid.split("::", 1)[0]))] += report.duration
+        if properties.get("slow_without_docstring"):
+            self.slow.append((report.duration, report.nodeid))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(session.config, "workerinput"):
+            return  # a worker: the controller has every report
+        MEASURED.parent.mkdir(parents=True, exist_ok=True)
+        ordered = dict(sorted(((u, round(s, 1)) for u, s in self.units.items()), key=lambda kv: -kv[1]))
+        MEASURED.write_text(json.dumps(ordered, indent=1) + "\n", encoding="utf-8")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(DurationRecorder(), "gym_swe_durations")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    # Where the item is (a worker under xdist): each report names its unit, and a slow test's whether its
+    # docstring explains it.
+    outcome = yield
+    report = outcome.get_result()
+    report.user_properties.append(("unit", unit_of(item)))
+    if report.when == "call" and report.duration > SLOW_SECONDS:
+        documented = bool(getattr(getattr(item, "function", None), "__doc__", None))
+        report.user_properties.append(("slow_without_docstring", not documented))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    recorder: DurationRecorder | None = terminalreporter.config.pluginmanager.get_plugin("gym_swe_durations")
+    silent = [(s, n) for s, n in sorted(recorder.slow, reverse=True)] if recorder else []
+    if silent:
+        terminalreporter.section(f"tests over {SLOW_SECONDS:.0f} s with no docstring saying why")
+        for seconds, nodeid in silent:
+            terminalreporter.write_line(f"{seconds:8.1f}s {nodeid}")
