@@ -22,7 +22,7 @@ TEST_WORKERS ?= 4
 TEST_SCALE ?= 0.25
 
 .PHONY: demo test test-setup lint docs bench system system-docker image image-base image-tasks image-harness image-serve \
-	harnesses models serve-env clean
+	harnesses models collect serve-env clean
 
 demo: system $(VENV)/.train
 	$(PY) examples/demo.py
@@ -39,10 +39,16 @@ test: system-docker
 	GYM_SWE_REQUIRE_VERIFIERS=1 GYM_SWE_REQUIRE_BROWSER=1 GYM_SWE_TEST_SCALE=$(TEST_SCALE) \
 	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python \
 	GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python \
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
 
 test-setup: $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed $(VERIFIERS_VENV)/.installed image \
-	harnesses models lint
+	harnesses models lint collect
+
+# Collecting the suite imports every test module and what it imports (torch, transformers, trl, ray ...): done
+# once here, beside the images, it leaves their byte code written (pip wrote none), so the test workers'
+# collections that start at once only read it.
+collect: $(VENV)/.test
+	$(PY) -m pytest --collect-only -q -p no:cacheprovider > /dev/null
 
 # The tests' tiny models into .tmp/models (tests/models.py), each a no-op when built: the tool caller is taught
 # for minutes of CPU, here beside the images rather than under a test's timeout.
@@ -87,7 +93,8 @@ harnesses: system $(SERVE_VENV)/.installed
 # image (each is skipped when up to date; the harness and serve images take about a minute each and 160 MB
 # and 100 MB of wheels on a cold cache). The base first, then the three others at once. Built with the serve
 # environment's gym-swe (gym_swe and the docker SDK, ready in seconds), so they need not wait for the test
-# environment's torch.
+# environment's torch; but for the mini-swe-agent image, which installs the mini-swe-agent version of the
+# environment that builds it: the test environment's.
 IMAGES := $(SERVE_VENV)/bin/gym-swe images build
 image: image-tasks image-harness image-serve
 
@@ -97,8 +104,8 @@ image-base: $(SERVE_VENV)/.installed
 image-tasks: image-base
 	$(IMAGES) --tasks bundled
 
-image-harness: image-base
-	$(IMAGES) --harness mini-swe-agent
+image-harness: image-base $(VENV)/.test
+	$(VENV)/bin/gym-swe images build --harness mini-swe-agent
 
 image-serve: image-base
 	$(IMAGES) --serve

@@ -1,11 +1,15 @@
 """How the suite runs in parallel, and how its time is watched (a pytest plugin; tests/conftest.py loads it).
 
-`make test` runs the suite under pytest-xdist (``-n`` workers, ``--dist loadgroup``): most tests wait on
-sandboxes, containers, servers and subprocesses, so a 2-core machine runs several at once. The unit of work is
-a test module (its module fixtures start once, on one worker), or a group that spans modules where tests share
-a costly session fixture (`SHARED_FIXTURES`: one vLLM server for all its users, not one per worker). Units
-start longest first, by ``tests/durations.json`` (seconds per unit, from an earlier run; a unit it lacks counts
+`make test` runs the suite under pytest-xdist (``-n`` workers, ``--dist loadscope``, which this plugin's
+`UnitScheduling` takes over): most tests wait on sandboxes, containers, servers and subprocesses, so a 2-core
+machine runs several at once. The unit of work is a test module (its module fixtures start once, on one
+worker), or a group of modules whose tests share a costly session fixture (`SHARED_FIXTURES`: the modules
+that use the vLLM server go to one worker, which starts it once, not one per worker). Units start longest
+first, by ``tests/durations.json`` (seconds per unit, from an earlier run; a unit it lacks counts
 `UNKNOWN_TEST_SECONDS` a test), so that no long unit starts last and keeps one worker busy at the end.
+
+The controller that schedules sees test ids only, so a group is a list of modules written here; collection
+checks it (a module that uses a shared fixture and is missing from its group is a usage error naming it).
 
 Every run writes what each unit took to ``.tmp/test-durations.json``; copy it over ``tests/durations.json`` to
 refresh the order (stale figures only make the schedule worse, never a result wrong). Without xdist (a plain
@@ -20,6 +24,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,17 +34,26 @@ MEASURED = REPO_ROOT / ".tmp" / "test-durations.json"
 UNKNOWN_TEST_SECONDS = 2.0
 SLOW_SECONDS = 60.0
 
-# A session fixture that costs a process start of tens of seconds and a GB of memory: every test using it runs
-# on one worker, which starts it once.
+# A session fixture that costs a process start of tens of seconds and a GB of memory, the group its users run
+# in (on one worker, which starts it once), and the modules of that group.
 SHARED_FIXTURES = {"vllm_server": "vllm"}
+GROUPS = {
+    "vllm": (
+        "tests/integrations/test_atropos.py",
+        "tests/integrations/test_verifiers.py",
+        "tests/rollout/test_generators.py",
+        "tests/rollout/test_proxy.py",
+        "tests/rollout/test_seeds.py",
+        "tests/rollout/test_weight_sync.py",
+    ),
+}
+GROUP_OF_MODULE = {module: group for group, modules in GROUPS.items() for module in modules}
 
 
-def unit_of(item: pytest.Item) -> str:
-    """The unit ``item`` is scheduled in: the group of a costly shared fixture it uses, else its module."""
-    for fixture in getattr(item, "fixturenames", ()):
-        if fixture in SHARED_FIXTURES:
-            return SHARED_FIXTURES[fixture]
-    return item.nodeid.split("::", 1)[0]
+def unit_of(nodeid: str) -> str:
+    """The unit a test is scheduled in: its module's group, else its module."""
+    module = nodeid.split("::", 1)[0]
+    return GROUP_OF_MODULE.get(module, module)
 
 
 def _known_durations() -> dict[str, float]:
@@ -50,12 +64,18 @@ def _known_durations() -> dict[str, float]:
     return {str(unit): float(seconds) for unit, seconds in recorded.items()}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the group marks into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    units = {id(item): unit_of(item) for item in items}
-    if config.getvalue("dist") == "loadgroup":
-        for item in items:
-            item.add_marker(pytest.mark.xdist_group(units[id(item)]))
+    missing = sorted(
+        {
+            f"{item.nodeid.split('::', 1)[0]} (uses {fixture}: group {group!r})"
+            for item in items
+            for fixture, group in SHARED_FIXTURES.items()
+            if fixture in getattr(item, "fixturenames", ()) and unit_of(item.nodeid) != group
+        }
+    )
+    if missing:
+        raise pytest.UsageError(f"add to tests/scheduling.py's GROUPS: {', '.join(missing)}")
+    units = {id(item): unit_of(item.nodeid) for item in items}
     counts: dict[str, int] = defaultdict(int)
     for unit in units.values():
         counts[unit] += 1
@@ -63,6 +83,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     weight = {unit: known.get(unit, UNKNOWN_TEST_SECONDS * count) for unit, count in counts.items()}
     # Longest unit first; within a unit, the order pytest collected (sorted() is stable).
     items.sort(key=lambda item: -weight[units[id(item)]])
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadscope``, with `unit_of`'s units in collection order (longest first, above)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class UnitScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    config.option.loadscopereorder = False  # xdist's own order is by test count
+    return UnitScheduling(config, log)
 
 
 class DurationRecorder:
@@ -96,7 +130,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     # docstring explains it.
     outcome = yield
     report = outcome.get_result()
-    report.user_properties.append(("unit", unit_of(item)))
+    report.user_properties.append(("unit", unit_of(item.nodeid)))
     if report.when == "call" and report.duration > SLOW_SECONDS:
         documented = bool(getattr(getattr(item, "function", None), "__doc__", None))
         report.user_properties.append(("slow_without_docstring", not documented))
