@@ -446,6 +446,8 @@ def main(args: Args) -> dict[str, Any]:
             advantages = group_advantages(
                 rewards, args.group_size, args.advantage_scale, args.leave_one_out, collected.valid, batch_std
             )
+            for trajectory, advantage in zip(collected.trajectories, advantages.tolist()):
+                trajectory.advantage = advantage  # saved with it: gym-swe view's group view shows the loss's
 
             # UPDATE (an in-process vLLM engine may give its GPU memory back meanwhile)
             if args.vllm_sleep:

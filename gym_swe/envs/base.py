@@ -457,11 +457,13 @@ class ToolEnv(gymnasium.Env[str, Any]):
         """Append the turn to the chat in OpenAI format: the assistant message with its calls, one tool
         message per call, and a user message for what could not be parsed."""
         if isinstance(action, Mapping):
-            assistant: dict[str, Any] = {"role": "assistant", "content": _valid_text(action.get("content"))}
+            # calls found in its text stand in tool_calls: the text keeps what is left, not each call twice
+            from_text = bool(parsed.calls) and not action.get("tool_calls")
+            said = parsed.content if from_text else action.get("content")
         else:
             text = action if isinstance(action, str) else safe_repr(action)
             said = parsed.content if parsed.calls else text
-            assistant = {"role": "assistant", "content": _valid_text(said)}
+        assistant: dict[str, Any] = {"role": "assistant", "content": _valid_text(said)}
         new = [assistant]
         if turn.calls:
             assistant["tool_calls"] = []

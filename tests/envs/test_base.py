@@ -99,6 +99,18 @@ def test_messages_are_the_chat_each_call_returned(env: Any) -> None:
     assert len(env.messages) == 2  # a new episode's chat
 
 
+def test_a_message_whose_calls_are_in_its_text_records_each_call_once(env: Any) -> None:
+    """An assistant message (a dict) without structured tool_calls: its text's calls become tool_calls, and
+    the text the chat keeps is what is left, as for a plain string (the model would see each call twice)."""
+    env.reset(options={"task_id": "GymSwe/0"})
+    env.step({"role": "assistant", "content": "Looking first. " + bash("echo hi")})
+    said = env.messages[2]
+    assert said["content"] == "Looking first." and "<tool_call>" not in said["content"]
+    assert [call["function"]["name"] for call in said["tool_calls"]] == ["bash"]
+    env.step({"role": "assistant", "content": "no call at all"})  # nothing parsed: kept as written
+    assert env.messages[4] == {"role": "assistant", "content": "no call at all"}
+
+
 def test_truncate_grades_the_work_as_at_max_turns_and_returns_the_reward_no_step_paid(env: Any) -> None:
     task = load_function_tasks("bundled").get("GymSwe/0")
     env.reset(options={"task_id": task.task_id})

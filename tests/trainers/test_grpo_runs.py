@@ -99,6 +99,8 @@ def test_codedebug_smoke_run_writes_everything(tiny_bpe_model: Path, tmp_path: P
 
     step0 = load_jsonl(run / "trajectories" / "step_0.jsonl")
     assert len(step0) == 4 and all(t.env_id == "CodeDebug-v0" and t.policy_version == 0 for t in step0)
+    # each carries the advantage its loss used: zero spread in every group here, so zero each
+    assert [t.advantage for t in step0] == [0.0] * 4
     assert rows[0]["train/frac_reward_zero_std"] == 1.0 and "train/completions/mean_length" in rows[0]
     for step in (0, 2):  # the episodes behind each eval/pass@1, beside the training ones, in their schema
         evaluated = load_jsonl(run / "trajectories" / f"eval_step_{step}.jsonl")
