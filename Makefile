@@ -32,14 +32,19 @@ demo: system $(VENV)/.train
 # at once (the four Python environments, the images, the npm harnesses, the tests' tiny models, and lint, type
 # check and docs as soon as the test environment is there): most of it waits on downloads and docker, and
 # the longest chain (an environment, then the images) sets the time. Then the suite, on TEST_WORKERS
-# pytest-xdist workers (tests/scheduling.py says how work is split: a module at a time, longest first).
+# pytest-xdist workers (tests/scheduling.py says how work is split: a module at a time, longest first); then,
+# by themselves, the tests marked alone (one restarts dockerd, which would kill every other worker's containers).
 test: system-docker
 	$(MAKE) --no-print-directory -j$(SETUP_JOBS) --output-sync=target test-setup
-	GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_SERVE=1 \
+	$(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope -m "not alone"
+	$(TEST_ENV) $(PY) -m pytest -m alone -p no:cacheprovider
+
+# What the suite runs against: every real component required (a missing one fails, not skips), the other
+# environments' interpreters, the share of the long runs.
+TEST_ENV := GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_SERVE=1 \
 	GYM_SWE_REQUIRE_VERIFIERS=1 GYM_SWE_REQUIRE_BROWSER=1 GYM_SWE_TEST_SCALE=$(TEST_SCALE) \
 	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python \
-	GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python \
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope
+	GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python
 
 test-setup: $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed $(VERIFIERS_VENV)/.installed image \
 	harnesses models lint collect

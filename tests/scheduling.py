@@ -11,7 +11,11 @@ first, by ``tests/durations.json`` (seconds per unit, from an earlier run; a uni
 The controller that schedules sees test ids only, so a group is a list of modules written here; collection
 checks it (a module that uses a shared fixture and is missing from its group is a usage error naming it).
 
-Every run writes what each unit took to ``.tmp/test-durations.json``; copy it over ``tests/durations.json`` to
+A test marked ``alone`` disturbs what every other test uses (it restarts dockerd): a worker refuses to run it
+beside others (the test fails before it starts, saying so), and `make test` runs it after the parallel run, by
+itself (``-m alone``).
+
+Every run writes what each unit took to ``.tmp/test-durations.json`` (over what an earlier run wrote there); copy it over ``tests/durations.json`` to
 refresh the order (stale figures only make the schedule worse, never a result wrong). Without xdist (a plain
 ``pytest tests/x``), none of this changes anything but the order tests run in.
 
@@ -85,6 +89,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: -weight[units[id(item)]])
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("alone") and hasattr(item.config, "workerinput"):
+        pytest.fail(
+            "marked alone: it cannot run beside other tests (a parallel run): leave it out with -m 'not alone' "
+            "and run it after with -m alone, as make test does",
+            pytrace=False,
+        )
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadscope``, with `unit_of`'s units in collection order (longest first, above)."""
     if config.getvalue("dist") != "loadscope":
@@ -116,7 +129,11 @@ class DurationRecorder:
         if hasattr(session.config, "workerinput"):
             return  # a worker: the controller has every report
         MEASURED.parent.mkdir(parents=True, exist_ok=True)
-        ordered = dict(sorted(((u, round(s, 1)) for u, s in self.units.items()), key=lambda kv: -kv[1]))
+        try:  # make test's two runs (-m 'not alone', then -m alone) add up in one file
+            units = {**json.loads(MEASURED.read_text(encoding="utf-8")), **self.units}
+        except (OSError, ValueError):
+            units = dict(self.units)
+        ordered = dict(sorted(((u, round(s, 1)) for u, s in units.items()), key=lambda kv: -kv[1]))
         MEASURED.write_text(json.dumps(ordered, indent=1) + "\n", encoding="utf-8")
 
 

@@ -109,6 +109,7 @@ def restart_docker_daemon() -> None:
     pytest.fail("dockerd did not come back")
 
 
+@pytest.mark.alone  # every container of every other test dies with the daemon
 def test_docker_daemon_restart_mid_episode() -> None:
     if os.geteuid() != 0:
         pytest.skip("restarting the Docker daemon needs root")
