@@ -3,13 +3,14 @@
 `make test` runs the suite under pytest-xdist (``-n`` workers, ``--dist loadscope``, which this plugin's
 `UnitScheduling` takes over): most tests wait on sandboxes, containers, servers and subprocesses, so a 2-core
 machine runs several at once. The unit of work is a test module (its module fixtures start once, on one
-worker), or a group of modules whose tests share a costly session fixture (`SHARED_FIXTURES`: the modules
-that use the vLLM server go to one worker, which starts it once, not one per worker). Units start longest
+worker), or a group of tests that share a costly session fixture (`SHARED_FIXTURES`: the tests that use the
+vLLM server go to one worker, which starts it once, not one per worker), or, in a module of long independent
+tests (`SPREAD`), a test. Units start longest
 first, by ``tests/durations.json`` (seconds per unit, from an earlier run; a unit it lacks counts
 `UNKNOWN_TEST_SECONDS` a test), so that no long unit starts last and keeps one worker busy at the end.
 
-The controller that schedules sees test ids only, so a group is a list of modules written here; collection
-checks it (a module that uses a shared fixture and is missing from its group is a usage error naming it).
+The controller that schedules sees test ids only, so a group is a list of tests written here; collection
+checks it (a test that uses a shared fixture and is missing from its group is a usage error naming it).
 
 A test marked ``alone`` disturbs what every other test uses (it restarts dockerd): a worker refuses to run it
 beside others (the test fails before it starts, saying so), and `make test` runs it after the parallel run, by
@@ -39,25 +40,45 @@ UNKNOWN_TEST_SECONDS = 2.0
 SLOW_SECONDS = 60.0
 
 # A session fixture that costs a process start of tens of seconds and a GB of memory, the group its users run
-# in (on one worker, which starts it once), and the modules of that group.
+# in (on one worker, which starts it once), and the tests of that group (module::function). The other tests of
+# their modules are units of their own module.
 SHARED_FIXTURES = {"vllm_server": "vllm"}
 GROUPS = {
     "vllm": (
-        "tests/integrations/test_atropos.py",
-        "tests/integrations/test_verifiers.py",
-        "tests/rollout/test_generators.py",
-        "tests/rollout/test_proxy.py",
-        "tests/rollout/test_seeds.py",
-        "tests/rollout/test_weight_sync.py",
+        "tests/integrations/test_atropos.py::test_the_readme_process_command_writes_scored_groups_and_atropos_html_view",
+        "tests/integrations/test_atropos.py::test_serve_feeds_a_trainer_through_run_api",
+        "tests/integrations/test_atropos.py::test_evaluate_writes_metrics_and_samples",
+        "tests/integrations/test_verifiers.py::test_vf_eval_of_a_tiny_model_is_graded_as_gym_swe_grades_its_samples",
+        "tests/rollout/test_generators.py::test_vllm_server_generates_with_processed_logprobs",
+        "tests/rollout/test_generators.py::test_vllm_server_too_long_prompt_is_a_truncation_not_an_error",
+        "tests/rollout/test_generators.py::test_vllm_server_dropped_connections_are_retried",
+        "tests/rollout/test_generators.py::test_collect_with_the_vllm_server",
+        "tests/rollout/test_generators.py::test_openai_chat_against_vllms_chat_endpoint",
+        "tests/rollout/test_proxy.py::test_rollouts_through_a_real_vllm_server",
+        "tests/rollout/test_seeds.py::test_vllm_server_samples_of_one_prompt_differ",
+        "tests/rollout/test_seeds.py::test_vllm_server_chunking_on_cpu_refuses_seeds",
+        "tests/rollout/test_seeds.py::test_openai_chat_samples_differ_and_seeds_repeat",
+        "tests/rollout/test_weight_sync.py::test_vllm_server_sync_from_disk_and_refusals",
     ),
 }
-GROUP_OF_MODULE = {module: group for group, modules in GROUPS.items() for module in modules}
+GROUP_OF_TEST = {test: group for group, tests in GROUPS.items() for test in tests}
+# Modules of long, independent tests with no costly module fixture: each test is a unit of its own, so that
+# they spread over the workers rather than queue on one (each runs its own trainer, server or sandboxes).
+SPREAD = (
+    "tests/trainers/test_grpo_runs.py",
+    "tests/trainers/test_grpo_vllm.py",
+    "tests/grading/test_seal_shapes.py",
+    "tests/grading/test_decoys.py",
+)
 
 
 def unit_of(nodeid: str) -> str:
-    """The unit a test is scheduled in: its module's group, else its module."""
+    """The unit a test is scheduled in: its group, else itself in a `SPREAD` module, else its module."""
     module = nodeid.split("::", 1)[0]
-    return GROUP_OF_MODULE.get(module, module)
+    group = GROUP_OF_TEST.get(nodeid.split("[", 1)[0])
+    if group is not None:
+        return group
+    return nodeid if module in SPREAD else module
 
 
 def _known_durations() -> dict[str, float]:
@@ -71,7 +92,7 @@ def _known_durations() -> dict[str, float]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     missing = sorted(
         {
-            f"{item.nodeid.split('::', 1)[0]} (uses {fixture}: group {group!r})"
+            f"{item.nodeid.split('[', 1)[0]} (uses {fixture}: group {group!r})"
             for item in items
             for fixture, group in SHARED_FIXTURES.items()
             if fixture in getattr(item, "fixturenames", ()) and unit_of(item.nodeid) != group
@@ -84,7 +105,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for unit in units.values():
         counts[unit] += 1
     known = _known_durations()
-    weight = {unit: known.get(unit, UNKNOWN_TEST_SECONDS * count) for unit, count in counts.items()}
+    # A unit not yet measured: its share of its module's figure where the module was a unit before, else a guess
+    tests_of_module: dict[str, int] = defaultdict(int)
+    for item in items:
+        tests_of_module[item.nodeid.split("::", 1)[0]] += 1
+    weight = {}
+    for unit, count in counts.items():
+        module = unit.split("::", 1)[0]
+        share = known[module] * count / tests_of_module[module] if module in known else None
+        weight[unit] = known.get(unit, share if share is not None else UNKNOWN_TEST_SECONDS * count)
     # Longest unit first; within a unit, the order pytest collected (sorted() is stable).
     items.sort(key=lambda item: -weight[units[id(item)]])
 
@@ -107,6 +136,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class UnitScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
             return unit_of(nodeid)
+
+        def _reschedule(self, node: Any) -> None:
+            # xdist hands a worker its next unit while it has two tests left; with units of one long test that
+            # queues minutes of work behind a busy worker while another idles. Here: only once its last test
+            # is pending (a worker runs its last test only when it knows what comes next, or that nothing does).
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) <= 1:
+                self._assign_work_unit(node)
 
     config.option.loadscopereorder = False  # xdist's own order is by test count
     return UnitScheduling(config, log)
