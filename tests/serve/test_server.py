@@ -266,6 +266,7 @@ def test_a_production_server_serves_sessions_and_closes_every_sandbox_when_stopp
         ),
         (["CodeDebug-v0", "max_turns"], "make kwargs are KEY=VALUE words"),
         (["CodeDebug-v0", "sandbox=dokcer"], "Unknown sandbox 'dokcer'. Did you mean 'docker'?"),
+        (["CodeDebug-v0", "max_step_seconds=0"], "max_step_seconds must be a finite number of seconds > 0"),
         (["CodeDebug-v0", "--host", "0.0.0.0"], "--host 0.0.0.0 exposes the server beyond this machine"),
         (["CodeDebug-v0", "--max-sessions", "0"], "--max-sessions must be >= 1"),
     ],
