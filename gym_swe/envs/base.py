@@ -2,9 +2,11 @@
 
 An episode: ``reset`` picks a task, builds a fresh sandbox and returns the prompt. Each ``step`` takes the
 model's turn (raw text holding tool calls, or an OpenAI-style assistant message with ``tool_calls``), runs
-the calls in order in the sandbox and returns what they printed. It ends ``terminated`` after ``submit``,
-``truncated`` at the turn limit, the context budget, or when the sandbox dies; either way the final state is
-graded in a fresh sandbox by the subclass, and the reward comes from that grade.
+the calls in order in the sandbox, within the step's bound (at most ``max_tool_calls`` calls, taking at most
+``max_step_seconds`` together: `gym_swe.envs.step_bound`), and returns what they printed. It ends
+``terminated`` after ``submit``, ``truncated`` at the turn limit, the context budget, or when the sandbox
+dies; either way the final state is graded in a fresh sandbox by the subclass, and the reward comes from that
+grade.
 
 A sandbox that dies of the agent's own resource use (its executor taken by the OOM killer of the sandbox's
 own memory limit) is the agent's failure, not an infrastructure error: the episode ends ``terminated``,
