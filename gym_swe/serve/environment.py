@@ -21,7 +21,6 @@ import asyncio
 import json
 import threading
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -161,7 +160,7 @@ class ServedEnvironment(MCPEnvironment):  # type: ignore[misc]
     async def step_async(
         self, action: Action, timeout_s: float | None = None, **kwargs: Any
     ) -> SweObservation:
-        return await self._in_thread(self._step_impl, action)
+        return await self._step_in_thread(action)
 
     @property
     def state(self) -> SweState:
@@ -216,16 +215,16 @@ class ServedEnvironment(MCPEnvironment):  # type: ignore[misc]
         call = {"id": "call0", "type": "function", "function": {"name": name, "arguments": encoded}}
         action = SweAction(message=AssistantMessage(role="assistant", content="", tool_calls=[call]))
         try:
-            observation = await self._in_thread(self._step_impl, action)
+            observation = await self._step_in_thread(action)
         except Refused as refused:
             raise ToolError(str(refused)) from None
         return observation.text
 
     # -- the parts -----------------------------------------------------------------------------------------
-    async def _in_thread(self, play: Callable[[Action], SweObservation], action: Action) -> SweObservation:
-        """``play(action)`` in the session's thread; stopped, should the connection's client go meanwhile."""
+    async def _step_in_thread(self, action: Action) -> SweObservation:
+        """The step in the session's thread; stopped, should the connection's client go meanwhile."""
         loop = asyncio.get_running_loop()
-        played = loop.run_in_executor(self._thread(), play, action)
+        played = loop.run_in_executor(self._thread(), self._step_impl, action)
         gone = client_gone()
         if gone is None:
             return await played
