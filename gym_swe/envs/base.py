@@ -2,9 +2,11 @@
 
 An episode: ``reset`` picks a task, builds a fresh sandbox and returns the prompt. Each ``step`` takes the
 model's turn (raw text holding tool calls, or an OpenAI-style assistant message with ``tool_calls``), runs
-the calls in order in the sandbox and returns what they printed. It ends ``terminated`` after ``submit``,
-``truncated`` at the turn limit, the context budget, or when the sandbox dies; either way the final state is
-graded in a fresh sandbox by the subclass, and the reward comes from that grade.
+the calls in order in the sandbox, within the step's bound (at most ``max_tool_calls`` calls, taking at most
+``max_step_seconds`` together: `gym_swe.envs.step_bound`), and returns what they printed. It ends
+``terminated`` after ``submit``, ``truncated`` at the turn limit, the context budget, or when the sandbox
+dies; either way the final state is graded in a fresh sandbox by the subclass, and the reward comes from that
+grade.
 
 A sandbox that dies of the agent's own resource use (its executor taken by the OOM killer of the sandbox's
 own memory limit) is the agent's failure, not an infrastructure error: the episode ends ``terminated``,
@@ -34,6 +36,13 @@ from typing import Any
 import gymnasium
 
 from gym_swe.envs.spaces import CodeText
+from gym_swe.envs.step_bound import (
+    DEFAULT_MAX_STEP_SECONDS,
+    DEFAULT_MAX_TOOL_CALLS,
+    BoundedSandbox,
+    StepClock,
+    check_step_bounds,
+)
 from gym_swe.errors import ConfigError, GymSweError, SandboxError, SandboxExhaustedError, unknown_name
 from gym_swe.grading.base import Grade, check_reward_mode
 from gym_swe.grading.changes import SubmissionRejected
@@ -108,6 +117,10 @@ class Turn:
     parse_errors: list[str] = field(default_factory=list)
     observation: str = ""
     seconds: float = 0.0
+    step_limit: str | None = None
+    """The step bound that cut this turn short (`gym_swe.envs.step_bound.STEP_LIMITS`), or None."""
+    stopped_call: bool = False
+    """Whether that bound stopped the last call that ran (its command killed), not only later calls."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,6 +133,7 @@ class Turn:
             "parse_errors": self.parse_errors,
             "observation": self.observation,
             "seconds": self.seconds,
+            "step_limit": self.step_limit,
         }
 
 
@@ -139,6 +153,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
         format_penalty: float = 0.0,
         max_observation_chars: int = 16_000,
         max_context_chars: int = 400_000,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        max_step_seconds: float = DEFAULT_MAX_STEP_SECONDS,
         tools: Sequence[str] = DEFAULT_TOOLS,
         tool_options: Mapping[str, Mapping[str, Any]] | None = None,
         render_mode: str | None = None,
@@ -160,6 +176,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         ):
             if not isinstance(value, int) or value < 100:
                 raise ConfigError(f"{name} must be an int >= 100, got {value!r}")
+        check_step_bounds(max_tool_calls, max_step_seconds)
         if limits is not None and not isinstance(limits, Limits):
             raise ConfigError(f"limits must be a gym_swe.sandbox.Limits, got {type(limits).__name__}")
         given = dict(sandbox_options or {}).get("limits", limits)  # as new_sandbox picks them
@@ -174,6 +191,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
         self.format_penalty = float(format_penalty)
         self.max_observation_chars = max_observation_chars
         self.max_context_chars = max_context_chars
+        self.max_tool_calls = max_tool_calls
+        self.max_step_seconds = float(max_step_seconds)
         self.toolbox: ToolBox = make_toolbox(tools, tool_options)
         if "submit" not in self.toolbox.names:
             raise ConfigError(
@@ -192,6 +211,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         self._done = True
         self._context_chars = 0
         self._opening = ""
+        self._clock: StepClock | None = None  # the running step's bound, for `interrupt`
 
     # -- what a subclass provides ---------------------------------------------------------------------------
     @abstractmethod
@@ -285,19 +305,39 @@ class ToolEnv(gymnasium.Env[str, Any]):
         error: str | None = None
         exhausted: SandboxExhaustedError | None = None
         submitted = False
-        for call in parsed.calls:
-            try:
-                result = self.toolbox.run(sandbox, call)
-            except SandboxExhaustedError as crash:  # dead by the agent's own resource use: its failure
-                exhausted = crash
-                break
-            except SandboxError as crash:  # tools turn refusals into results: this is a dead sandbox
-                error = str(crash)
-                break
-            turn.results.append(result)
-            if result.done:
-                submitted = True
-                break
+        # The step's bound (gym_swe.envs.step_bound): a cap on the calls run, and a wall-clock bound on
+        # them together, enforced by clipping each command's timeout to the time left. A cut step does not
+        # end the episode: like a command's own timeout it is feedback the agent can act on (run less at
+        # once), and the episode stays bounded by max_turns steps of at most max_step_seconds each. An
+        # episode that ends on a cut step anyway (its last turn) is graded as any other.
+        clock = self._clock = StepClock(self.max_step_seconds)
+        bounded = BoundedSandbox(sandbox, clock)
+        try:
+            for index, call in enumerate(parsed.calls):
+                if index >= self.max_tool_calls:
+                    turn.step_limit = "max_tool_calls"
+                    break
+                if clock.reason is not None:
+                    turn.step_limit = clock.reason
+                    break
+                try:
+                    result = self.toolbox.run(bounded, call)
+                except SandboxExhaustedError as crash:  # dead by the agent's own resource use: its failure
+                    exhausted = crash
+                    break
+                except SandboxError as crash:  # tools turn refusals into results: this is a dead sandbox
+                    error = str(crash)
+                    break
+                turn.results.append(result)
+                if result.done:
+                    submitted = True
+                    break
+                if clock.cut_command:  # the bound stopped this call's command: nothing more runs
+                    turn.step_limit = clock.reason or "max_step_seconds"
+                    turn.stopped_call = True
+                    break
+        finally:
+            self._clock = None
         skipped = len(parsed.calls) - len(turn.results)
         observation = self._observation(turn, skipped if submitted else 0, error, exhausted)
         turn.observation = observation
@@ -321,6 +361,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
             "format_penalty": penalty,
             "messages": list(self.messages),
         }
+        if turn.step_limit is not None:
+            info["step_limit"] = turn.step_limit
         if error is not None:
             info["error"] = error
         if exhausted is not None:
@@ -341,6 +383,23 @@ class ToolEnv(gymnasium.Env[str, Any]):
         self._finish(info, reason, None)
         info["messages"] = list(self.messages)
         return info
+
+    def interrupt(self) -> bool:
+        """From another thread: stop the step that is running. Its running command is stopped
+        (`Sandbox.interrupt`: SIGINT, then SIGKILL a second later) and no further call of the step runs; the
+        step returns with ``info["step_limit"] == "interrupted"``, the episode going on. False when no step
+        was running. (A command that was starting at that instant may escape the signal: it still ends at
+        the step's time bound, or when the sandbox is closed.)"""
+        clock, sandbox = self._clock, self.sandbox
+        if clock is None:
+            return False
+        clock.stop()
+        if sandbox is not None:
+            try:
+                sandbox.interrupt()
+            except GymSweError:
+                pass  # a sandbox that died has no command left to stop
+        return True
 
     @property
     def done(self) -> bool:
@@ -421,6 +480,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
                 break
             notes.append(note)
             room -= len(note) + 2
+        if turn.step_limit is not None:
+            notes.append(self._step_limit_note(turn))
         if not turn.calls and not turn.parse_errors:
             notes.append(
                 "No tool call found in your message. Act with a tool call, for example "
@@ -428,6 +489,26 @@ class ToolEnv(gymnasium.Env[str, Any]):
                 "and call submit when you are done."
             )
         return notes
+
+    def _step_limit_note(self, turn: Turn) -> str:
+        """What the model hears about a step its bound cut short."""
+        left = len(turn.calls) - len(turn.results)
+        if turn.step_limit == "max_tool_calls":
+            return (
+                f"({left} tool call(s) past the limit of {self.max_tool_calls} per turn were not run. Make "
+                "fewer calls in one turn.)"
+            )
+        if turn.stopped_call:
+            what = f"call {len(turn.results)} was stopped"
+            what += f" and the {left} call(s) after it were not run" if left else ""
+        else:
+            what = f"the last {left} call(s) were not run"
+        if turn.step_limit == "interrupted":
+            return f"(This turn was interrupted: {what}.)"
+        return (
+            f"(This turn ran out of time: its tool calls may take {self.max_step_seconds:g} s together, so "
+            f"{what}. Run long commands in a turn of their own, or in the background.)"
+        )
 
     def _observation(
         self,
@@ -479,9 +560,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
                     }
                 )
                 ran = index < len(turn.results)
-                content = (
-                    turn.results[index].output if ran else "(not run: the episode ended before this call)"
-                )
+                content = turn.results[index].output if ran else self._not_run(turn)
                 content = bound_text(content, self.max_observation_chars)
                 name = _valid_text(call.name)
                 new.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": content})
@@ -493,6 +572,14 @@ class ToolEnv(gymnasium.Env[str, Any]):
         self._context_chars += sum(
             len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls", ""))) for m in new
         )
+
+    def _not_run(self, turn: Turn) -> str:
+        """A call's tool message when the call was not run."""
+        if turn.step_limit == "max_tool_calls":
+            return f"(not run: past the limit of {self.max_tool_calls} tool calls per turn)"
+        if turn.step_limit is not None:
+            return "(not run: this turn was cut short before this call)"
+        return "(not run: the episode ended before this call)"
 
     def _end_reason(self, submitted: bool, error: str | None) -> str:
         if submitted:

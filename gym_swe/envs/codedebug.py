@@ -78,6 +78,10 @@ class CodeDebugEnv(ToolEnv):
       (``image=...`` for docker); ``limits``: a `gym_swe.sandbox.Limits`.
     - ``max_turns`` (30), ``reward`` (``"binary"``, ``"fraction"`` or a callable), ``format_penalty`` (0.0),
       ``max_observation_chars`` (16000), ``max_context_chars`` (400000), ``tools``, ``tool_options``.
+    - ``max_tool_calls`` (32): tool calls run per action, the rest not run; ``max_step_seconds`` (600): wall
+      time of one action's calls together, each command's timeout clipped to what is left (see
+      `gym_swe.envs.step_bound`). A step either cut short says so in its observation and in
+      ``info["step_limit"]`` (``"max_tool_calls"`` or ``"max_step_seconds"``); the episode goes on.
     - ``show_tests``: ``"example"`` (default), ``"full"`` or ``"none"``.
     - ``test_timeout``: seconds one hidden test may run (5; some buggy functions loop forever);
       ``grade_timeout``: seconds for all of them (60).

@@ -136,7 +136,8 @@ class SWEGymEnv(ToolEnv):
       forges the test report and tells decoys apart could earn) becomes ``Grade.error`` ("not graded"),
       which trainers leave out.
     - ``max_turns`` (50), ``reward``, ``format_penalty``, ``max_observation_chars``, ``max_context_chars``,
-      ``tools``, ``tool_options``, ``render_mode``.
+      ``max_tool_calls`` (32), ``max_step_seconds`` (600; see `gym_swe.envs.step_bound`), ``tools``,
+      ``tool_options``, ``render_mode``.
 
     ## Version History
     - v0: first version.

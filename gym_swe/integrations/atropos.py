@@ -37,6 +37,7 @@ from typing import Any
 import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
+from gym_swe.envs.step_bound import DEFAULT_MAX_STEP_SECONDS, DEFAULT_MAX_TOOL_CALLS
 from gym_swe.errors import ConfigError, missing_dependency, unknown_name
 from gym_swe.registration import check_env_id
 from gym_swe.rollout.collector import collect
@@ -67,6 +68,12 @@ class GymSweEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib ships 
     tasks: str = Field(default="bundled", description="The env's task source: 'bundled', a dataset, a file.")
     sandbox: str = Field(default="local", description="Where episodes run: 'local' or 'docker'.")
     max_turns: int = Field(default=10, ge=1, description="Turns per episode.")
+    max_tool_calls: int = Field(
+        default=DEFAULT_MAX_TOOL_CALLS, ge=1, description="Tool calls run per action (the rest are not run)."
+    )
+    max_step_seconds: float = Field(
+        default=DEFAULT_MAX_STEP_SECONDS, gt=0, description="Wall time of one action's tool calls together."
+    )
     max_tokens_per_turn: int = Field(default=1024, ge=1, description="Tokens sampled per turn.")
     temperature: float = Field(default=1.0, ge=0.0, description="Sampling temperature.")
     # Comma-separated: atropos's command line passes one value per flag.
@@ -305,7 +312,8 @@ class GymSweAtroposEnv(BaseEnv):  # type: ignore[misc]  # atroposlib ships no ty
     def _make_env(config: GymSweEnvConfig) -> gymnasium.Env[Any, Any]:
         return gymnasium.make(
             config.env_id, tasks=config.tasks, sandbox=config.sandbox, max_turns=config.max_turns,
-            max_episode_steps=config.max_turns,
+            max_episode_steps=config.max_turns, max_tool_calls=config.max_tool_calls,
+            max_step_seconds=config.max_step_seconds,
         )  # fmt: skip
 
     def _epochs(self) -> Any:

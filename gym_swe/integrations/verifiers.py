@@ -31,6 +31,7 @@ from typing import Any
 import gymnasium
 
 import gym_swe  # noqa: F401  (registers the envs)
+from gym_swe.envs.step_bound import DEFAULT_MAX_STEP_SECONDS, DEFAULT_MAX_TOOL_CALLS
 from gym_swe.errors import missing_dependency, unknown_name
 from gym_swe.registration import check_env_id
 from gym_swe.rollout.episode_env import as_episode_env
@@ -72,6 +73,10 @@ class GymSweTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
     """Where each rollout's episode runs: 'local' (bubblewrap) or 'docker'."""
     max_turns: int = Field(10, ge=1)
     """The gym_swe episode's turn limit."""
+    max_tool_calls: int = Field(DEFAULT_MAX_TOOL_CALLS, ge=1)
+    """Tool calls run per action (the rest are not run)."""
+    max_step_seconds: float = Field(DEFAULT_MAX_STEP_SECONDS, gt=0)
+    """Wall time of one action's tool calls together (each command's timeout clipped to what is left)."""
     task_ids: list[str] | None = None
     """The tasks to play (default: every task of the source)."""
 
@@ -200,7 +205,13 @@ def record(trace: Any, task_id: str, episode_return: float, last: dict[str, Any]
 
 
 def make_kwargs_of(config: GymSweTasksetConfig) -> dict[str, Any]:
-    return {"tasks": config.tasks, "sandbox": config.sandbox, "max_turns": config.max_turns}
+    return {
+        "tasks": config.tasks,
+        "sandbox": config.sandbox,
+        "max_turns": config.max_turns,
+        "max_tool_calls": config.max_tool_calls,
+        "max_step_seconds": config.max_step_seconds,
+    }
 
 
 def action_of(segment: Any) -> str | dict[str, Any]:

@@ -336,6 +336,7 @@ def _advance(episode: _Episode, sample: Any, max_model_len: int) -> bool:
         turn.reward, turn.observation = float(reward), observation
         turn.tool_errors = len(info.get("parse_errors", ()))
         turn.format_penalty = float(info.get("format_penalty", 0.0))
+        turn.step_limit = info.get("step_limit")
         messages = info["messages"]
         if (terminated or truncated) and not env.done:
             # A wrapper ended the episode, not the env (a step limit added after gymnasium.make): graded now,

@@ -37,6 +37,9 @@ class Turn:
     """Tool calls of this turn that could not be parsed or run as written (the env's ``parse_errors``)."""
     format_penalty: float = 0.0
     """What the env took off this step's reward for a turn it could not parse (its ``format_penalty``)."""
+    step_limit: str | None = None
+    """The step bound that cut this turn short (the env's ``info["step_limit"]``: ``"max_tool_calls"``,
+    ``"max_step_seconds"``, ``"interrupted"``), or None."""
 
 
 @dataclass

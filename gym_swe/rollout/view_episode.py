@@ -254,6 +254,8 @@ def _turn_note(trajectory: Trajectory, index: int) -> str:
         signals.append(f'<span class="flag">{turn.tool_errors} tool-call errors (unparsed)</span>')
     if turn.format_penalty:
         signals.append(f'<span class="flag">format penalty −{turn.format_penalty:.2f}</span>')
+    if turn.step_limit:
+        signals.append(f'<span class="flag cut">✂ step cut short ({esc(turn.step_limit)})</span>')
     return f' <span class="meta">{esc(" · ".join(parts))}</span>' + "".join(f" {s}" for s in signals)
 
 

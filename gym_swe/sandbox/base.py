@@ -103,7 +103,8 @@ class ExecResult:
     stdout_cut: int = 0
     stderr_cut: int = 0
     interrupted: bool = False
-    """The command was stopped by `Sandbox.interrupt` (SIGINT, then SIGKILL after a grace period)."""
+    """The command was stopped from outside: by `Sandbox.interrupt` (SIGINT, then SIGKILL after a grace
+    period), or, inside an env's step, by the step's time bound (`gym_swe.envs.step_bound`)."""
 
     @property
     def ok(self) -> bool:

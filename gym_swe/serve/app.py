@@ -11,7 +11,9 @@ for ``idle_timeout_s`` is reaped (its env closed, its sandbox with it).
 
 On top of OpenEnv's app, gym_swe adds what a server facing untrusted clients needs: a bearer token on every
 route but ``/health`` (optional; `serve` binds to loopback by default and refuses any other address without
-one), a cap on request bodies (413), and refusals that are the client's fault answered as 4xx, never 500.
+one), a cap on request bodies (413), refusals that are the client's fault answered as 4xx, never 500, and
+a WebSocket client that goes away mid-step noticed at once (`gym_swe.serve.connection`): its step is stopped
+and its session closed, sandbox and slot with it, within seconds rather than when the step would have ended.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from openenv.core.env_server.types import ConcurrencyConfig
 
 from gym_swe.errors import ConfigError, TaskError
 from gym_swe.serve.catalog import Catalog
+from gym_swe.serve.connection import WatchClient
 from gym_swe.serve.environment import Refused, ServedEnvironment, SweAction, SweObservation, SweState
 from gym_swe.serve.guard import MAX_MESSAGE_BYTES, Guard, check_binding
 
@@ -68,6 +71,7 @@ def make_app(
         catalog.close()
 
     app.router.on_shutdown.append(close_sessions)
+    app.add_middleware(WatchClient)  # inside the guard: only a client it let in is read ahead
     app.add_middleware(Guard, token=token, max_body=MAX_MESSAGE_BYTES)
     return app
 

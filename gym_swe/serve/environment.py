@@ -8,6 +8,11 @@ session. The env's tools are the session's MCP tools (``tools/list``, ``tools/ca
 with that one tool call, exactly as a step with it, and answers with what the model would read. The grading
 boundary is the env's: the grade, its reward and the end reason exist once the episode has ended, and
 then only in the observation of the call that ended it and in the session's state.
+
+A WebSocket client that goes away while a step (or an MCP tool call) runs does not hold its sandbox until
+the step ends: the step is stopped (`gym_swe.envs.base.ToolEnv.interrupt`: the running command killed, no
+further call run) within seconds, and the server then closes the session, its sandbox and its slot (see
+`gym_swe.serve.connection`).
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ from openenv.core.env_server.mcp_environment import MCPEnvironment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import PrivateAttr
 
+from gym_swe.envs.base import ToolEnv
 from gym_swe.errors import ConfigError, GymSweError, TaskError
 from gym_swe.rollout.episode_env import EpisodeEnv
 from gym_swe.serve.catalog import SPLIT, AtCapacity, Catalog
+from gym_swe.serve.connection import client_gone
 from gym_swe.serve.wire import (
     ActionFields,
     AssistantMessage,
@@ -69,6 +76,9 @@ class SessionClosed(GymSweError):
 
 
 RESET_KEYS = ("seed", "episode_id", "task_id", "split", "index")
+STOP_EVERY_S = 1.0
+"""How often a step whose client has gone is told again to stop, until it has: a command that was starting
+at the first stop escapes that one signal, never the next."""
 
 
 class ServedEnvironment(MCPEnvironment):  # type: ignore[misc]
@@ -150,9 +160,7 @@ class ServedEnvironment(MCPEnvironment):  # type: ignore[misc]
     async def step_async(
         self, action: Action, timeout_s: float | None = None, **kwargs: Any
     ) -> SweObservation:
-        loop = asyncio.get_running_loop()
-        observation: SweObservation = await loop.run_in_executor(self._thread(), self._step_impl, action)
-        return observation
+        return await self._step_in_thread(action)
 
     @property
     def state(self) -> SweState:
@@ -206,14 +214,37 @@ class ServedEnvironment(MCPEnvironment):  # type: ignore[misc]
         encoded = json.dumps(arguments, ensure_ascii=False)
         call = {"id": "call0", "type": "function", "function": {"name": name, "arguments": encoded}}
         action = SweAction(message=AssistantMessage(role="assistant", content="", tool_calls=[call]))
-        loop = asyncio.get_running_loop()
         try:
-            observation: SweObservation = await loop.run_in_executor(self._thread(), self._step_impl, action)
+            observation = await self._step_in_thread(action)
         except Refused as refused:
             raise ToolError(str(refused)) from None
         return observation.text
 
     # -- the parts -----------------------------------------------------------------------------------------
+    async def _step_in_thread(self, action: Action) -> SweObservation:
+        """The step in the session's thread; stopped, should the connection's client go meanwhile."""
+        loop = asyncio.get_running_loop()
+        played = loop.run_in_executor(self._thread(), self._step_impl, action)
+        gone = client_gone()
+        if gone is None:
+            return await played
+        watching: asyncio.Future[Any] = asyncio.ensure_future(gone.wait())
+        either: set[asyncio.Future[Any]] = {played, watching}
+        try:
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watching.cancel()
+        while not played.done():  # the client has gone: nobody reads what the step still does
+            self._stop_step()
+            await asyncio.wait({played}, timeout=STOP_EVERY_S)
+        return await played
+
+    def _stop_step(self) -> None:
+        """Stop the step the session's thread runs (from the event loop: no lock, the step holds it)."""
+        base = getattr(self._env, "unwrapped", self._env)
+        if isinstance(base, ToolEnv):
+            base.interrupt()
+
     def _thread(self) -> ThreadPoolExecutor:
         """The session's thread: its calls run one at a time, and none waits on another session's."""
         if self._closed:

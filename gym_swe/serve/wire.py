@@ -26,6 +26,7 @@ INFO_FIELDS = (
     "parse_errors",
     "tool_calls",
     "format_penalty",
+    "step_limit",
     "end_reason",
     "grade",
     "reward_grade",
@@ -105,6 +106,10 @@ class ObservationFields(BaseModel):
     )
     tool_calls: list[str] | None = Field(default=None, description="The names of the calls this turn made.")
     format_penalty: float | None = None
+    step_limit: str | None = Field(
+        default=None,
+        description="The bound that cut this turn short: max_tool_calls, max_step_seconds or interrupted.",
+    )
     end_reason: str | None = Field(default=None, description="How the episode ended; on its last call only.")
     grade: dict[str, Any] | None = Field(
         default=None, description="The per-test outcomes; on the call that ends the episode only."

@@ -182,11 +182,24 @@ def test_evaluate_writes_metrics_and_samples(vllm_server, tiny_model: Path, tmp_
             "--env.task_ids: Unknown task 'GymSwe/999'. Did you mean",
         ),
         (["--env.sandbox", "dokcer"], "Did you mean 'docker'?"),
+        (["--env.max_step_seconds", "0"], "--env.max_step_seconds"),
     ],
 )
 def test_a_bad_setting_is_one_line_and_exit_2(flags: list[str], message: str) -> None:
     result = atropos("process", *flags, "--env.tokenizer_name", "unused", timeout=120)
     assert result.returncode == 2 and message in result.stderr.strip().splitlines()[-1]
+
+
+def test_the_step_bound_settings_reach_the_env() -> None:
+    from gym_swe.integrations.atropos import GymSweAtroposEnv, GymSweEnvConfig
+
+    config = GymSweEnvConfig(tokenizer_name="unused", max_tool_calls=3, max_step_seconds=7.5)
+    env = GymSweAtroposEnv._make_env(config)
+    assert (tool_env(env).max_tool_calls, tool_env(env).max_step_seconds) == (3, 7.5)
+    env.close()
+    default = GymSweAtroposEnv._make_env(GymSweEnvConfig(tokenizer_name="unused"))
+    assert (tool_env(default).max_tool_calls, tool_env(default).max_step_seconds) == (32, 600.0)
+    default.close()
 
 
 def test_a_group_with_a_failed_episode_is_not_sent() -> None:

@@ -181,6 +181,19 @@ def test_a_turn_keeps_its_tool_call_errors_and_format_penalty() -> None:
     assert (last.tool_errors, last.format_penalty) == (0, 0.0)
 
 
+def test_a_turn_keeps_the_step_bound_that_cut_it() -> None:
+    require_bwrap()
+    calls = "".join(
+        '<tool_call>{"name": "bash", "arguments": {"command": "true"}}</tool_call>' for _ in range(3)
+    )
+    many = ScriptedGenerator(load("tiny-bpe"), [f"step 0 {calls}", SUBMIT])
+    (trajectory,) = collect(lambda: gymnasium.make("CodeDebug-v0", max_tool_calls=2), many, ["GymSwe/0"],
+                            sampling=SAMPLING)  # fmt: skip
+    first, last = trajectory.turns
+    assert (first.step_limit, last.step_limit) == ("max_tool_calls", None)
+    assert type(trajectory).from_dict(trajectory.to_dict()).turns[0].step_limit == "max_tool_calls"
+
+
 def test_an_episode_a_wrapper_cut_is_graded(scripted: ScriptedGenerator) -> None:
     """A step limit of the user's own, added after gymnasium.make, ends the episode outside the env: the
     collector grades it through the env's truncate, so the trajectory has a grade and a reason."""

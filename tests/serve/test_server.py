@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import gymnasium
@@ -265,6 +266,7 @@ def test_a_production_server_serves_sessions_and_closes_every_sandbox_when_stopp
         ),
         (["CodeDebug-v0", "max_turns"], "make kwargs are KEY=VALUE words"),
         (["CodeDebug-v0", "sandbox=dokcer"], "Unknown sandbox 'dokcer'. Did you mean 'docker'?"),
+        (["CodeDebug-v0", "max_step_seconds=0"], "max_step_seconds must be a finite number of seconds > 0"),
         (["CodeDebug-v0", "--host", "0.0.0.0"], "--host 0.0.0.0 exposes the server beyond this machine"),
         (["CodeDebug-v0", "--max-sessions", "0"], "--max-sessions must be >= 1"),
     ],
@@ -287,3 +289,70 @@ def test_without_openenv_the_command_says_how_to_get_it() -> None:
                           text=True, timeout=120, cwd=REPO_ROOT)  # fmt: skip
     assert done.returncode == 2
     assert 'pip install "gym-swe[serve]"' in done.stderr and "make serve-env" in done.stderr
+
+
+def _processes_with(marker: str) -> list[int]:
+    """Pids of this machine's processes whose command line holds ``marker`` (a jail's processes show here:
+    its pid namespace is a child of the host's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone meanwhile
+        if marker in command:
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return condition()
+
+
+@pytest.mark.parametrize("how", ["websocket step", "mcp tool call"])
+def test_a_client_that_goes_away_mid_step_frees_its_sandbox_and_slot_within_seconds(how: str) -> None:
+    """A client starts ``sleep 600`` and vanishes (its TCP connection shut, as when its process dies): the
+    sleep is killed, the sandbox removed and the one slot free again well before the sleep would end. The
+    control: while the client is connected the sleep runs, and the slot is taken."""
+    require_bwrap()
+    import socket
+
+    from gym_swe.serve.client import ServedEnv, ServerRefused
+
+    marker = f"{600 + time.time_ns() % 1000 / 1000:.3f}"  # `sleep 600.xyz`: this test's process alone
+    with EnvServer("CodeDebug-v0", [f"max_turns={MAX_TURNS}"], ["--max-sessions", "1"]) as single:
+        session = RawSession(single.url)
+        session.reset(task_id=TASK)
+        if how == "websocket step":
+            frame = {"type": "step", "data": {"text": tool_call("bash", command=f"sleep {marker}")}}
+        else:
+            call = {"name": "bash", "arguments": {"command": f"sleep {marker}"}}
+            frame = {
+                "type": "mcp",
+                "data": {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+            }
+        session.socket.send(json.dumps(frame))
+        assert _wait_until(lambda: bool(_processes_with(f"sleep {marker}")), 60), single.log()[-2000:]
+        # The control: connected, the command runs on and the slot is taken.
+        with pytest.raises(ServerRefused, match="capacity"):
+            ServedEnv(single.url).reset(options={"task_id": TASK})
+        assert _processes_with(f"sleep {marker}") and len(single.leftovers()) == 1
+
+        session.socket.socket.shutdown(socket.SHUT_RDWR)  # gone without a word
+        session.stack.close()
+        assert _wait_until(lambda: not _processes_with(f"sleep {marker}"), 60), (
+            "the sleep outlived its client"
+        )
+        assert _wait_until(lambda: single.leftovers() == [], 60), single.leftovers()
+        fresh = ServedEnv(single.url)  # the one slot is free again
+        fresh.reset(options={"task_id": TASK})
+        assert fresh.step(tool_call("bash", command="echo here"))[0] == "here"
+        fresh.close()
+        assert single.alive() and "Traceback" not in single.log(), single.log()[-4000:]
