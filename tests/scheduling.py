@@ -112,7 +112,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     weight = {}
     for unit, count in counts.items():
         module = unit.split("::", 1)[0]
-        share = known[module] * count / tests_of_module[module] if module in known else None
+        share = (
+            known[module] * count / tests_of_module[module] if module in known and module != unit else None
+        )
         weight[unit] = known.get(unit, share if share is not None else UNKNOWN_TEST_SECONDS * count)
     # Longest unit first; within a unit, the order pytest collected (sorted() is stable).
     items.sort(key=lambda item: -weight[units[id(item)]])
