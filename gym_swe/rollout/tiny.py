@@ -314,6 +314,11 @@ def _teach_tool_caller(
 
     model = AutoModelForCausalLM.from_pretrained(str(base))
     torch.manual_seed(seed)
+    # One thread: a tiny model's ops are too small to share, and on a busy machine each op's threads wait for
+    # one another at every barrier (a 1,000-step teaching took 4 minutes beside other work, 15+ beside a CPU
+    # burner, with two threads).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     # No weight decay: it caps the logits, and every token of the reply keeps a chance to go astray.
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     model.train()
@@ -331,5 +336,6 @@ def _teach_tool_caller(
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
+    torch.set_num_threads(threads)
     model.save_pretrained(out, safe_serialization=True)
     AutoTokenizer.from_pretrained(str(base)).save_pretrained(out)
