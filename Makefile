@@ -40,8 +40,10 @@ test: system-docker
 	$(TEST_ENV) $(PY) -m pytest -m alone -p no:cacheprovider
 
 # What the suite runs against: every real component required (a missing one fails, not skips), the other
-# environments' interpreters, the share of the long runs.
-TEST_ENV := GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_SERVE=1 \
+# environments' interpreters, the share of the long runs; and torch on one thread in each of the workers and
+# the trainers they start (more processes than cores already: with two threads each, a tiny model's every op
+# waits at a barrier for a thread another process holds; the vLLM servers set their own).
+TEST_ENV := OMP_NUM_THREADS=1 GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_SERVE=1 \
 	GYM_SWE_REQUIRE_VERIFIERS=1 GYM_SWE_REQUIRE_BROWSER=1 GYM_SWE_TEST_SCALE=$(TEST_SCALE) \
 	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python \
 	GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python
