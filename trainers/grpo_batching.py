@@ -1,6 +1,7 @@
 """From a step's trajectories to the tensors the update runs on: one row per sequence the model saw, rows
 packed into micro-batches within a token budget, left-padded so that they all end together, and the model's
-log-probabilities of the sampled tokens computed only where tokens were sampled.
+log-probabilities of the sampled tokens, computed only where tokens were sampled: the LM head fused with the
+log-softmax (`ScoredHead`), a chunk of positions at a time: a micro-batch's logits never exist at once.
 
 Words used here as in ``grpo.py``: the *batch* is everything one step trains on; a *micro-batch* is the part
 of it one forward and backward pass takes; a *row* is one sequence of it.
@@ -76,8 +77,8 @@ def pack_microbatches(lengths: Sequence[int], max_tokens: int) -> list[list[int]
 
 
 class MicroBatch:
-    """Rows left-padded to one width, so that they all end together; logits are computed for the last
-    ``keep`` positions only: from the earliest sampled token of any row to the end."""
+    """Rows left-padded to one width, so that they all end together; the per-token fields the update uses
+    cover the last ``keep`` positions only: from the earliest sampled token of any row to the end."""
 
     def __init__(self, rows: list[Row], device: Any) -> None:
         self.rows, self.device = rows, device
@@ -107,8 +108,8 @@ def _left_padded(values: list[torch.Tensor], width: int) -> torch.Tensor:
 
 # --- the log-probabilities: the LM head fused with the log-softmax, a chunk of positions at a time ---------
 LOGIT_CHUNK_ELEMENTS = 1 << 23
-"""How many fp32 logits (positions x vocabulary) the fused head holds at once: 32 MB, 55 positions of a
-151,665-id vocabulary."""
+"""How many logits (positions x vocabulary) the fused head computes at once: 32 MB in fp32, 55 positions of
+a 151,665-id vocabulary (the forward holds two such buffers, the backward one)."""
 
 
 class ScoredHead(torch.autograd.Function):
@@ -138,11 +139,16 @@ class ScoredHead(torch.autograd.Function):
         with torch.autocast(hidden.device.type, enabled=False):
             for start in range(0, len(hidden), chunk):
                 end = start + chunk
-                logits = _chunk_logits(hidden[start:end], weight, bias, temperature)
-                normaliser[start:end] = torch.logsumexp(logits, dim=-1)
-                logits -= normaliser[start:end, None]  # now log-probabilities
-                logps[start:end] = logits.gather(1, targets[start:end, None])[:, 0]
-                entropy[start:end] = -(logits.exp() * logits).sum(dim=-1)
+                shifted = _chunk_logits(hidden[start:end], weight, bias, temperature)
+                peak = shifted.amax(dim=-1)
+                shifted -= peak[:, None]  # in place: each pass over the chunk's logits counts
+                exps = shifted.exp()
+                total = exps.sum(dim=-1)
+                log_total = total.log()
+                normaliser[start:end] = peak + log_total  # the logsumexp
+                logps[start:end] = shifted.gather(1, targets[start:end, None])[:, 0] - log_total
+                # entropy = logsumexp - sum_v p_v z_v (the shifted logits are not needed after this: in place)
+                entropy[start:end] = log_total - shifted.mul_(exps).sum(dim=-1) / total
         ctx.save_for_backward(hidden, weight, bias, targets, normaliser)
         ctx.temperature, ctx.chunk = temperature, chunk
         ctx.mark_non_differentiable(entropy)
