@@ -164,6 +164,7 @@ def run_ours(model: str, steps: int, out: Path) -> dict[str, Any]:
 
     sys.path.insert(0, str(ROOT / "trainers"))
     import grpo
+    import grpo_run_dir
 
     gymnasium.register(id=BENCH_ENV, entry_point=say_env_class())
     clock, before = Clock(), {}
@@ -175,7 +176,7 @@ def run_ours(model: str, steps: int, out: Path) -> dict[str, Any]:
 
     grpo.rollout = first_rollout
     grpo.update = clock.wrap("update", grpo.update)
-    grpo.plot = clock.wrap("end", grpo.plot)  # the last thing a step does
+    grpo_run_dir.plot = clock.wrap("end", grpo_run_dir.plot)  # the last thing a step does
     flags = ["--env", BENCH_ENV, "--model", model, "--generator", "hf", "--group_size", "4",
              "--tasks_per_step", "4", "--max_new_tokens", "32", "--steps", str(steps),
              "--learning_rate", "1e-4", "--max_turns", "1", "--eval_every", "0",
@@ -449,15 +450,18 @@ def print_single_turn(ours: dict[str, float], trl: dict[str, float]) -> None:
 
 
 def print_codedebug(rows: list[dict[str, Any]]) -> None:
-    print("| step | step s | rollout wall s | generation s | env s (summed) | update s | sampled | reward |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| step | step s | rollout wall s | generation s | env s (summed) | update s | step - rollout s | "
+        "sampled | reward |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         step, rollout = row["perf/step_seconds"], row["rollout/seconds"]
         sampled = row["perf/tokens_per_s"] * step  # tokens: the trainer logs their rate over the step
         print(
             f"| {row['step']} | {step:.1f} | {rollout:.1f} | {row['rollout/generate_seconds']:.1f} | "
-            f"{row['rollout/env_seconds']:.1f} | {step - rollout:.1f} | {sampled:.0f} | "
-            f"{row['reward/mean']:.2f} |"
+            f"{row['rollout/env_seconds']:.1f} | {row['perf/update_seconds']:.1f} | {step - rollout:.1f} | "
+            f"{sampled:.0f} | {row['reward/mean']:.2f} |"
         )
 
 

@@ -1,11 +1,24 @@
 """From trajectories to the update's tensors (trainers/grpo_batching.py): packing within the token budget,
-left padding that keeps each row's positions, and log-probabilities computed only where tokens were sampled."""
+left padding that keeps each row's positions, and log-probabilities computed only where tokens were sampled;
+the fused LM head (`ScoredHead`) against the plain computation it replaces: the same log-probabilities,
+entropy, losses and gradients of every parameter."""
 
 from __future__ import annotations
 
+import grpo
 import pytest
 import torch
-from grpo_batching import MicroBatch, Row, pack_microbatches, token_logprobs
+from grpo_batching import (
+    MicroBatch,
+    Row,
+    ScoredHead,
+    fused_head,
+    pack_microbatches,
+    plain_token_logprobs,
+    token_logprobs,
+)
+from grpo_config import LOSS_DEFAULTS, LOSSES
+from torch.testing import assert_close
 
 
 def test_pack_microbatches_respects_the_padded_budget() -> None:
@@ -50,4 +63,150 @@ def test_token_logprobs_of_a_left_padded_row_are_those_of_the_row_alone() -> Non
             alone = torch.log_softmax(logits, -1).gather(1, one.ids[1:, None])[:, 0]
             keep = int(one.mask.sum())
             assert torch.allclose(logps[number, -keep:], alone[-keep:], atol=1e-5)
-    assert logps.shape == entropy.shape == (2, 4) and bool((entropy > 0).all())
+    assert logps.shape == entropy.shape == (2, 4)
+    sampled = MicroBatch(rows, "cpu").tail("mask") > 0
+    assert bool((entropy[sampled] > 0).all()) and not entropy[~sampled].any()  # only sampled tokens scored
+
+
+# -- the fused head against the plain computation -----------------------------------------------------------
+def test_scored_head_gradients_are_the_analytic_ones() -> None:
+    """`ScoredHead`'s hand-written backward (chunks of 3 positions, a bias, temperature 0.7) against autograd's
+    numerical gradients in float64, and its values against a full log-softmax."""
+    torch.manual_seed(0)
+    hidden = torch.randn(7, 5, dtype=torch.float64, requires_grad=True)
+    weight = torch.randn(11, 5, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(11, dtype=torch.float64, requires_grad=True)
+    targets = torch.randint(0, 11, (7,))
+
+    def logps(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return ScoredHead.apply(h, w, b, targets, 0.7, 3)[0]
+
+    assert torch.autograd.gradcheck(logps, (hidden, weight, bias))
+    values, entropy = ScoredHead.apply(hidden, weight, bias, targets, 0.7, 3)
+    full = torch.log_softmax((hidden @ weight.T + bias) / 0.7, dim=-1)
+    assert_close(values, full.gather(1, targets[:, None])[:, 0])
+    assert_close(entropy, -(full.exp() * full).sum(-1))
+
+
+def tiny_model(kind: str = "qwen2", seed: int = 0) -> torch.nn.Module:
+    """A random tiny causal LM: a Qwen2 (tied embeddings: the head's weight is the input embedding) or a Llama
+    (a head of its own)."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(seed)
+    common = {"vocab_size": 96, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
+              "num_attention_heads": 2, "num_key_value_heads": 2}  # fmt: skip
+    if kind == "qwen2":
+        return transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**common, tie_word_embeddings=True))
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(**common, tie_word_embeddings=False))
+
+
+def trajectory_rows(seed: int = 1) -> list[Row]:
+    """Three rows of different lengths, each a prompt, then sampled turns with a bridge (mask 0) between them,
+    with the generator's log-probabilities and advantages of both signs."""
+    generator = torch.Generator().manual_seed(seed)
+    rows = []
+    for prompt, turns, advantage in ((9, (5, 3, 4), 1.0), (6, (7,), -0.5), (12, (2, 6), 0.8)):
+        mask = [0.0] * prompt
+        for number, turn in enumerate(turns):
+            mask += ([0.0] * 3 if number else []) + [1.0] * turn  # a bridge of 3 between turns
+        ids = torch.randint(0, 96, (len(mask),), generator=generator)
+        gen = torch.randn(len(mask), generator=generator) * 0.1 - 4.6
+        rows.append(Row(ids, torch.tensor(mask), gen, advantage))
+    return rows
+
+
+def update_of(
+    model: torch.nn.Module, rows: list[Row], scoring: object, loss_type: str, beta: float, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """What one micro-batch of the trainer's update computes (trainers/grpo.py ``update``) with ``scoring``
+    as its token_logprobs: the sampled tokens' log-probabilities and entropy, the loss, every gradient."""
+    micro = MicroBatch(rows, "cpu")
+    logps, entropy = scoring(model, micro, temperature)  # type: ignore[operator]
+    mask, old = micro.tail("mask"), micro.tail("old_logps")
+    weights, _ = grpo.truncated_is_weights(old, micro.tail("gen_logps"), mask, 2.0)
+    advantages = torch.tensor([row.advantage for row in rows])
+    defaults = LOSS_DEFAULTS[loss_type]
+    loss, _ = grpo.grpo_loss(
+        logps, old, advantages, mask, loss_type, defaults.eps_low, defaults.eps_high, weights,
+        micro.tail("ref_logps"), beta, generation_budget=16,
+    )  # fmt: skip
+    model.zero_grad(set_to_none=True)
+    loss.backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    return logps * mask, entropy * mask, loss.detach(), grads
+
+
+def with_old_and_ref(model: torch.nn.Module, rows: list[Row], temperature: float) -> list[Row]:
+    """``rows`` with old and reference log-probabilities near the model's own (seeded noise), so that some
+    ratios are clipped and the KL term is not zero."""
+    with torch.no_grad():
+        logps = plain_token_logprobs(model, MicroBatch(rows, "cpu"), temperature)[0]
+    micro = MicroBatch(rows, "cpu")
+    generator = torch.Generator().manual_seed(2)
+    micro.store("old_logps", logps + 0.3 * torch.randn(logps.shape, generator=generator))
+    micro.store("ref_logps", logps + 0.2 * torch.randn(logps.shape, generator=generator))
+    return rows
+
+
+def assert_same_update(
+    model: torch.nn.Module, loss_type: str, beta: float, temperature: float, tolerance: dict[str, float]
+) -> None:
+    rows = with_old_and_ref(model, trajectory_rows(), temperature)
+    fused = update_of(model, rows, token_logprobs, loss_type, beta, temperature)
+    plain = update_of(model, rows, plain_token_logprobs, loss_type, beta, temperature)
+    assert_close(fused[0], plain[0], **tolerance)  # log-probabilities of the sampled tokens
+    assert_close(fused[1], plain[1], **tolerance)  # their entropy
+    assert_close(fused[2], plain[2], **tolerance)  # the loss
+    assert fused[3].keys() == plain[3].keys() and fused[3]
+    for name in plain[3]:
+        scale = float(plain[3][name].abs().max()) or 1.0  # each gradient to its own size
+        assert_close(fused[3][name] / scale, plain[3][name] / scale, **tolerance, msg=name)
+    assert float(fused[2]) != 0.0
+
+
+FP32 = {"rtol": 1e-4, "atol": 1e-5}
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.04], ids=["no-kl", "kl"])
+@pytest.mark.parametrize("loss_type", LOSSES)
+def test_fused_update_is_the_plain_one_for_every_loss(loss_type: str, beta: float) -> None:
+    """Every loss, with and without the KL term, at temperature 1 on a model with tied embeddings (the head's
+    weight gets the gradient of both its uses) and at 0.7 on one with a head of its own."""
+    for kind, temperature in (("qwen2", 1.0), ("llama", 0.7)):
+        model = tiny_model(kind)
+        assert fused_head(model) is model.get_output_embeddings()  # the fused path is the one taken
+        assert_same_update(model, loss_type, beta, temperature, FP32)
+
+
+def test_fused_update_is_the_plain_one_with_lora() -> None:
+    """LoRA adapters on every linear layer (peft's "all-linear" leaves the head alone): the adapters'
+    gradients match; the frozen head gets none."""
+    peft = pytest.importorskip("peft")
+    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM")
+    model = peft.get_peft_model(tiny_model("llama"), config)
+    for name, parameter in model.named_parameters():  # LoRA's B starts at 0: give the adapters a value
+        if "lora_B" in name:
+            torch.nn.init.normal_(parameter, std=0.1, generator=torch.Generator().manual_seed(3))
+    assert fused_head(model) is not None
+    assert_same_update(model, "dapo", 0.04, 0.7, FP32)
+
+
+def test_fused_update_under_bf16_autocast() -> None:
+    """``--mixed_precision bf16`` runs the model under autocast: the hidden states come in bf16; the fused
+    head computes its logits in fp32 where the plain path has them in bf16, so the two agree to bf16's
+    precision (8 bits of mantissa), not to fp32's."""
+    model = tiny_model("qwen2")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert_same_update(model, "grpo", 0.04, 0.7, {"rtol": 3e-2, "atol": 3e-2})
+
+
+def test_a_head_it_cannot_take_goes_the_plain_way(capsys: pytest.CaptureFixture[str]) -> None:
+    """A model that scales its logits after the head is said once and scored by the plain path."""
+    model = tiny_model("llama", seed=4)
+    model.config.logit_scale = 0.5
+    assert fused_head(model) is None and fused_head(model) is None
+    said = capsys.readouterr().err.splitlines()
+    assert said == [
+        "grpo.py: note: the log-probabilities are computed the plain way (every logit at once): the model "
+        "changes its logits after the head (logit_scale in its config)"
+    ]
