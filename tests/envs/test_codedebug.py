@@ -313,6 +313,8 @@ def assert_fix_one_bug_zero(results: dict[str, tuple[float, float]]) -> None:
 
 @pytest.mark.slow
 def test_every_bundled_task(sandbox_backend: str) -> None:
+    """Every bundled task, fixed and left alone, graded in its own sandbox (a container each under docker):
+    the bundled set is the one users start on, so all of it, not a sample."""
     assert_fix_one_bug_zero(scripted_rewards(sandbox_backend, "bundled", load_function_tasks("bundled").ids))
 
 

@@ -105,6 +105,9 @@ def leftovers(owner: int) -> dict[str, int]:
 
 @pytest.mark.slow
 def test_soak_episodes() -> None:
+    """Long by design: many whole episodes of every env x sandbox x task kind, hostile ones among them, one
+    after another on shared envs (a quarter of the mix in make test: GYM_SWE_TEST_SCALE; make bench plays it
+    whole)."""
     function_tasks = list(load_function_tasks("bundled"))
     swe_tasks = list(load_swe_tasks("bundled"))
     envs = {}

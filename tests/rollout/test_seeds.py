@@ -144,6 +144,8 @@ def test_vllm_in_process_samples_differ_and_seeds_repeat(vllm_inprocess_report: 
 
 
 def test_vllm_in_process_chunking_on_cpu_refuses_seeds(tiny_model: Path, tmp_path: Path) -> None:
+    """A vLLM engine of its own (chunked prefill on, which the shared server has off): its start on CPU is
+    most of the time."""
     report = run_vllm_inprocess_check(tiny_model, tmp_path, "chunked")
     assert report["chunked_prefill"] is True
     assert report["refusal"] and "CPU Generator does not use offset" in report["refusal"]

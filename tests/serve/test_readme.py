@@ -62,6 +62,8 @@ def serve_env(words: list[str]) -> list[str]:
 
 
 def test_serve_validate_drive_and_train_as_the_readme_says(tmp_path: Path) -> None:
+    """The README's serve section end to end, as a user runs it: a served env, validate against it, episodes
+    driven through it, and a short training run on it (a trainer start and a server start)."""
     require_bwrap()
     (make, serve, validate) = commands(blocks("bash")[0])
     assert make == ["make", "serve-env"] and serve[-1] == "&" and validate[1] == "validate"

@@ -24,6 +24,8 @@ def moved(run: Path, initial: Path) -> float:
 
 
 def test_vllm_in_process_serves_the_new_weights_after_each_sync(tiny_bpe_model: Path, tmp_path: Path) -> None:
+    """A real trainer run of three steps with an in-process vLLM engine on CPU: the engine's start (about a
+    minute) and a sync after each step are what it checks."""
     train(*FLAGS, "--model", str(tiny_bpe_model), "--steps", "3", "--generator", "vllm", "--output_dir",
           str(tmp_path), "--run_name", "vllm", python=vllm_python(), env=VLLM_ENV)  # fmt: skip
     rows = metrics(tmp_path / "vllm")
