@@ -281,6 +281,7 @@ def validate(
             "fix_passed": f"{fixed.passed}/{fixed.total}",
             "no_fix_passed": f"{unfixed.passed}/{unfixed.total}",
             "integrity": fixed.integrity,
+            "chance": fixed.chance,
             "error": fixed.error or unfixed.error,
             "problem": problem,
             "fix_failed": [name for name, outcome in fix.items() if outcome != "passed"],
@@ -389,14 +390,13 @@ def print_table(rows: list[dict[str, Any]], verbose: bool = False) -> None:
     task's per-test outcomes and its log tails)."""
     width = max([28, *(len(row["task_id"]) for row in rows)])
     repository = any(row.get("integrity") for row in rows)
-    sealed = f" {'sealed':<7}" if repository else ""
-    print(f"{'task':<{width}} {'result':<6} {'fix':>7} {'no fix':>7} {'s':>6}{sealed}")
+    protected = f" {'protected':<17}" if repository else ""
+    print(f"{'task':<{width}} {'result':<6} {'fix':>7} {'no fix':>7} {'s':>6}{protected}")
     for row in rows:
         result = "ok" if row["ok"] else "FAIL"
-        integrity = {"sealed": "yes", "decoys": "no"}.get(row.get("integrity") or "", "-")
         print(f"{row['task_id']:<{width}} {result:<6} {row.get('fix_passed', '-'):>7} "
               f"{row.get('no_fix_passed', '-'):>7} {row.get('seconds', 0):>6}"
-              f"{f' {integrity:<7}' if repository else ''}")  # fmt: skip
+              f"{f' {protection(row):<17}' if repository else ''}")  # fmt: skip
     for row in rows:
         lines = []
         if row.get("problem"):
@@ -417,10 +417,45 @@ def print_table(rows: list[dict[str, Any]], verbose: bool = False) -> None:
                 print(textwrap.indent(line, "  "))
     failed = sum(not row["ok"] for row in rows)
     print(f"\n{len(rows) - failed}/{len(rows)} tasks valid" + (f", {failed} FAILED" if failed else ""))
-    unsealed = [row["task_id"] for row in rows if row["ok"] and row.get("integrity") == "decoys"]
-    if unsealed:
-        print(
-            f"{len(unsealed)} valid task(s) have no FAIL_TO_PASS check the grader can seal (sealed: no): "
-            "only decoys stand between their reward and code that forges the test report and tells the "
-            "decoys from the task's tests (README, Security)"
+    for line in protection_summary(rows):
+        print(line)
+
+
+def protection(row: dict[str, Any]) -> str:
+    """A task's protection as the table shows it: "sealed", "decoys 1.6%" (its chance bound) or "no 25%"."""
+    integrity, chance = row.get("integrity") or "", row.get("chance")
+    if integrity == "sealed" or not integrity:
+        return integrity or "-"
+    bound = f" {chance:.1%}" if isinstance(chance, (int, float)) else ""
+    return ("decoys" if integrity == "decoys" else "no") + bound
+
+
+def repository_of(task_id: str) -> str:
+    """``owner/name`` of a SWE-bench style id (``owner__name-1234``); the id itself otherwise."""
+    match = re.fullmatch(r"(.+?)__(.+)-\d+", task_id)
+    return f"{match.group(1)}/{match.group(2)}" if match else task_id
+
+
+def protection_summary(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Per repository, the share of its valid tasks whose grade the default (``integrity="protected"``)
+    pays: sealed, or decoys with a chance bound of at most 2%."""
+    valid = [row for row in rows if row["ok"] and row.get("integrity")]
+    if not valid:
+        return []
+    by_repository: dict[str, list[dict[str, Any]]] = {}
+    for row in valid:
+        by_repository.setdefault(repository_of(row["task_id"]), []).append(row)
+    lines = ["protected (paid under the default integrity='protected'):"]
+    for name, group in sorted(by_repository.items()):
+        paid = sum(row["integrity"] in ("sealed", "decoys") for row in group)
+        lines.append(f"  {name}: {paid}/{len(group)} ({paid / len(group):.0%})")
+    paid = sum(row["integrity"] in ("sealed", "decoys") for row in valid)
+    lines.append(f"  all: {paid}/{len(valid)} ({paid / len(valid):.0%})")
+    unpaid = [row["task_id"] for row in valid if row["integrity"] == "unprotected"]
+    if unpaid:
+        lines.append(
+            f"{len(unpaid)} valid task(s) are unprotected (protected: no): the default leaves their grades "
+            "out (not graded); integrity='any' pays them, and code that forges the test report can earn "
+            f"those (README, Security): {', '.join(unpaid[:10])}{' ...' if len(unpaid) > 10 else ''}"
         )
+    return lines

@@ -41,7 +41,7 @@ from gym_swe.tasks.swe import (
 WORKDIR = "/testbed"
 CALIBRATION_TRIES = 3
 """Grades of a task that may calibrate its sealed checks before an env gives up on them (decoys alone)."""
-INTEGRITY_LEVELS = ("any", "sealed")
+INTEGRITY_LEVELS = ("protected", "sealed", "any")
 PRISTINE_CACHE_SIZE = 64
 """Tasks whose pristine grading state (the probe, the manifest) an env keeps, most recently graded first."""
 
@@ -131,10 +131,11 @@ class SWEGymEnv(ToolEnv):
       system's python3, a pinned pytest, no install step, and ``SETUPTOOLS_SCM_PRETEND_VERSION`` set to the
       record's ``version``. ``gym-swe prepare`` builds it ahead of time.
     - ``test_timeout``: seconds the graded test run may take (1800).
-    - ``integrity``: ``"any"`` (default) grades every task; ``"sealed"`` grades only tasks with a
-      FAIL_TO_PASS check sealed that no guess meets: a grade of kind ``"decoys"`` (whose reward code that
-      forges the test report and tells decoys apart could earn) becomes ``Grade.error`` ("not graded"),
-      which trainers leave out.
+    - ``integrity``: ``"protected"`` (default) pays only grades that a forged test report cannot earn but by
+      chance of at most 2% (``Grade.integrity`` "sealed" or "decoys", ``Grade.chance``): any other grade
+      ("unprotected") becomes ``Grade.error`` ("not graded"), which trainers leave out; ``"sealed"`` pays
+      only "sealed" grades; ``"any"`` pays every grade, unprotected ones included (code that forges the
+      report and tells a test from its decoys can earn those).
     - ``max_turns`` (50), ``reward``, ``format_penalty``, ``max_observation_chars``, ``max_context_chars``,
       ``max_tool_calls`` (32), ``max_step_seconds`` (600; see `gym_swe.envs.step_bound`), ``tools``,
       ``tool_options``, ``render_mode``.
@@ -153,7 +154,7 @@ class SWEGymEnv(ToolEnv):
         strip_history: bool = True,
         test_timeout: float = 1800.0,
         exclude_tests: Sequence[str] = (),
-        integrity: str = "any",
+        integrity: str = "protected",
         **kwargs: Any,
     ) -> None:
         if integrity not in INTEGRITY_LEVELS:
@@ -255,13 +256,25 @@ class SWEGymEnv(ToolEnv):
             )  # fmt: skip
         dropped = "".join(f"\ndropped {path}: {reason}" for path, reason in taken.dropped)
         grade = replace(grade, log=grade.log + dropped, diff=taken.diff)
-        if self.integrity == "sealed" and grade.integrity == "decoys":
-            return replace(
-                grade, resolved=False, reward=0.0, rejection=None,
-                error="not graded: integrity='sealed', and no FAIL_TO_PASS check of this task can be sealed "
-                "against a forged test report (its grade would rest on decoys alone)",
-            )  # fmt: skip
-        return grade
+        return self._paid(grade)
+
+    def _paid(self, grade: Grade) -> Grade:
+        """The grade as ``integrity`` pays it: one it does not pay becomes an error ("not graded")."""
+        if grade.error is not None or grade.rejection is not None or not grade.integrity:
+            return grade
+        if self.integrity == "sealed" and grade.integrity != "sealed":
+            why = "no FAIL_TO_PASS check of this task can be sealed against a forged test report"
+        elif self.integrity == "protected" and grade.integrity == "unprotected":
+            why = (
+                f"its decoys leave a forged test report a chance of {grade.chance:.1%} (more than 2%), and "
+                "no FAIL_TO_PASS check of it can be sealed"
+            )
+        else:
+            return grade
+        return replace(
+            grade, resolved=False, reward=0.0, rejection=None,
+            error=f"not graded: integrity={self.integrity!r}, and {why}",
+        )  # fmt: skip
 
     def grade_diff(self, task: SWETask, diff: str) -> Grade:
         """Grade a diff for ``task`` in a fresh sandbox (also what `gym-swe validate` runs)."""

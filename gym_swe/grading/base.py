@@ -76,9 +76,13 @@ class Grade:
     integrity: str = ""
     """What stood between a forged test report and this grade (repository tasks; ``""`` elsewhere):
     ``"sealed"``, a FAIL_TO_PASS check held outside the test run against an expectation the run never had,
-    which no report or record the run writes meets without the value computed right; ``"decoys"``, only
-    decoys (copies of the task's tests with an expectation changed), which code that tells them from the
-    originals gets past (see the README's Security section)."""
+    which no report or record the run writes meets without the value computed right; ``"decoys"``, decoy
+    groups (copies of the task's tests with one value changed) whose members nothing tells apart, so that
+    code which forges the report passes them all with a chance of at most ``chance`` (<= 2%);
+    ``"unprotected"``, neither (see the README's Security section)."""
+    chance: float | None = None
+    """The chance bound of the grade (repository tasks): the probability that a forger who cannot compute
+    the fix, but has read gym_swe and the test files, earns the reward (0 for "sealed")."""
 
     def __post_init__(self) -> None:
         escaped = []

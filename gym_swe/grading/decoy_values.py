@@ -1,16 +1,35 @@
-"""Values for the decoys of a ``literal`` group: the literal a check compares with, and others spelt as it is
-(quotes, prefixes, decimals) among which the original sits at a random place, made to look like it: the words
-and digit runs of the test's own inputs first, the file's words next, numbers in an arithmetic run.
+"""Values for the decoys of a ``literal`` group: the literal a check compares with, and others of the same
+form among which the original sits at a uniformly random place.
+
+A group is protection only as far as its members cannot be told apart, so the values are drawn so that no
+property a forger can compute singles the original out: every member is a member of the original's *class*
+(`value_class`), a finite set fixed by what the forger sees of the original, the same for every member of
+it, and the group is a window of that class (in a fixed cyclic order) holding the original at a uniformly
+random place. Then, whatever the class, each member of a group is equally likely to be the original: for a
+group ``S`` and any member ``x`` of it, exactly one place of ``x`` in the window gives ``S``.
+
+The class of a value keeps what a forger could tell it by:
+
+- its spelling: the same quotes, prefixes, sign, number of digits (leading zeros and ``.5``/``1.``/``2.50``
+  spellings kept), the same trailing zeros; a number changes in its last one or two significant digits, a
+  word is replaced by another of the same length and case;
+- where it is written: a value spelt in the issue or the hints (what the agent reads) has no class (its check
+  gets no literal group); the others are left out of every class. A member is written in the pristine test
+  files (what the agent saw before the test patch) exactly when the original is; and no member is spelt in
+  the test's other literals (its inputs), which the original is not either (else no class).
+
+What it does not keep: how *plausible* a value is for the code under test (a count of 13 where 3 looks
+likelier): picking by that is, in effect, part of the fix for those inputs.
 """
 
 from __future__ import annotations
 
 import ast
 import io
-import random
 import re
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 
 from gym_swe.grading import test_source
 
@@ -20,6 +39,40 @@ _EQUALITY_CALLS = frozenset({
     "assertSetEqual", "assertSequenceEqual", "assertMultiLineEqual", "assert_equal", "assert_equals",
     "assert_array_equal",
 })  # fmt: skip
+_TOKEN = re.compile(r"\d*\.\d+|\d+\.?|[A-Za-z]+")
+"""How a text is read into tokens for where a value is written: numbers (with a decimal point), words."""
+MAX_CLASS = 400
+"""At most this many values of a class are kept (a word class of a large file): the nearest in its order."""
+APPROX_RELATIVE = 1e-4
+"""A number under ``approx`` changes by at least this share of itself (pytest's tolerance is 1e-6)."""
+
+
+@dataclass(frozen=True)
+class Sight:
+    """What the agent and the code under test can see of a value: the tokens of the issue and the hints
+    (``public``), of the test files before the test patch (``pristine``), and of the test's own literals
+    other than the one that changes (``inputs``), all lower-case."""
+
+    public: frozenset[str] = frozenset()
+    pristine: frozenset[str] = frozenset()
+    inputs: frozenset[str] = frozenset()
+
+    @staticmethod
+    def tokens(text: str) -> frozenset[str]:
+        return frozenset(token.lower() for token in _TOKEN.findall(text))
+
+    def allowed(self, original: str) -> bool:
+        """Whether a value whose changing part is spelt ``original`` can be a group's (it is in neither what
+        the agent reads nor the test's inputs)."""
+        key = original.lower()
+        return key not in self.public and key not in self.inputs
+
+    def like(self, original: str, candidate: str) -> bool:
+        """Whether ``candidate`` is seen where ``original`` is, and nowhere ``original`` is not."""
+        key = candidate.lower()
+        if key in self.public or key in self.inputs:
+            return False
+        return (key in self.pristine) == (original.lower() in self.pristine)
 
 
 def literal_of(statement: ast.stmt) -> ast.expr | None:
@@ -42,6 +95,13 @@ def literal_of(statement: ast.stmt) -> ast.expr | None:
         if unwrapped is not None and variable_leaves(unwrapped):
             return unwrapped
     return None
+
+
+def approximate(statement: ast.stmt) -> bool:
+    """Whether the check's literal is compared under ``approx``."""
+    return any(
+        isinstance(node, ast.Call) and test_source.callee(node) == "approx" for node in ast.walk(statement)
+    )
 
 
 def _unwrap_approx(node: ast.expr) -> ast.expr | None:
@@ -89,50 +149,40 @@ def variable_leaves(node: ast.expr) -> list[ast.expr]:
     return []
 
 
-def alternatives(
-    source: str,
-    value: object,
-    count: int,
-    words: Sequence[str],
-    rng: random.Random,
-    local: Sequence[str] = (),
-) -> tuple[list[str], int] | None:
-    """``count + 1`` distinct source texts for a literal leaf written ``source`` (value ``value``), spelt as
-    it is (quotes, prefixes, decimals), and the index of the original among them, uniformly random; None when
-    there are not enough. For the runs of strings: ``local``, the words and digit runs of the test's own other
-    literals (its inputs), first, then ``words``, the file's."""
-    slot = rng.randrange(count + 1)
+@dataclass(frozen=True)
+class ValueClass:
+    """The values a literal leaf's group is drawn from: ``texts`` (each the leaf's whole source as that member
+    has it) in a fixed cyclic order, ``index`` the original's place among them."""
+
+    texts: tuple[str, ...]
+    index: int
+    changed: tuple[str, ...] = field(default=())
+    """The changing part of each (the word or the digits), for reading where it is written."""
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def window(self, size: int, place: int) -> tuple[list[str], int]:
+        """``size`` consecutive members (cyclically) with the original at ``place`` among them."""
+        size = min(size, len(self.texts))
+        start = self.index - place
+        return [self.texts[(start + offset) % len(self.texts)] for offset in range(size)], place
+
+
+def value_class(
+    source: str, value: object, words: Sequence[str], sight: Sight, approximate: bool = False
+) -> ValueClass | None:
+    """The class of a literal leaf written ``source`` (value ``value``); None when it has none (a value the
+    agent reads, one of the test's inputs, a spelling this module does not vary)."""
     if isinstance(value, bool):
-        if count != 1:
-            return None
-        texts = [source, str(not value)] if slot == 0 else [str(not value), source]
-    elif isinstance(value, int):
-        if not re.fullmatch(r"-?\s*\d+", source):
-            return None
-        # An arithmetic run whose step is larger than the number of group members, so that a counter the
-        # tests share, moved by the members that run before, cannot meet a decoy's value.
-        step = rng.randint(count + 2, 4 * count + 4)
-        if value >= 0:  # no negative decoy beside a count or a size: the original's place among the
-            # members is drawn among those that keep every value non-negative
-            slot = rng.choice([index for index in range(count + 1) if value - step * index >= 0])
-        texts = [str(value + step * (index - slot)) for index in range(count + 1)]
-        texts[slot] = source
-    elif isinstance(value, float):
-        decimals = re.fullmatch(r"-?\s*\d*\.(\d*)", source)
-        if decimals is None:
-            return None
-        places = max(len(decimals.group(1)), 1)
-        unit = 10.0**-places
-        scale = max(abs(value) * rng.uniform(0.2, 0.6), rng.uniform(0.5, 2.0))
-        float_step = max(round(scale / unit), count + 2) * unit
-        texts = [f"{value + float_step * (index - slot):.{places}f}" for index in range(count + 1)]
-        texts[slot] = source
+        return ValueClass((source, str(not value)), 0) if source in ("True", "False") else None
+    if isinstance(value, (int, float)):
+        texts = _number_class(source, sight, approximate)
     elif isinstance(value, (str, bytes)):
-        spelt = _string_variants(source, count, slot, words, rng, local)
-        if spelt is None:
-            return None
-        texts = spelt
+        texts = _string_class(source, words, sight)
     else:
+        return None
+    if texts is None or len(texts) < 2:
         return None
     values = []
     for text in texts:
@@ -140,57 +190,124 @@ def alternatives(
             values.append(ast.literal_eval(text.strip()))
         except (ValueError, SyntaxError):
             return None
-    if len(set(texts)) != count + 1 or any(other == value for i, other in enumerate(values) if i != slot):
+    index = texts.index(source)
+    if any(other == value for place, other in enumerate(values) if place != index):
         return None
-    return texts, slot
+    return ValueClass(tuple(texts), index)
+
+
+_NUMBER = re.compile(r"(?P<sign>-?\s*)(?P<digits>\d*\.?\d*)")
+
+
+def _number_class(source: str, sight: Sight, approximate: bool) -> list[str] | None:
+    """Numbers spelt as ``source`` is (sign, digits on each side of the point, trailing zeros) that differ in
+    its last one or two significant digits: a single significant digit ranges over 1-9, two over 10-99 with
+    a last digit other than 0, keeping the first digit non-zero where the spelling starts with it."""
+    match = _NUMBER.fullmatch(source)
+    if match is None or not any(char.isdigit() for char in match.group("digits")):
+        return None
+    sign, digits = match.group("sign"), match.group("digits")
+    positions = [index for index, char in enumerate(digits) if char.isdigit()]
+    significant = [index for index in positions if digits[index] != "0"]
+    if not significant:
+        return None  # zero: nothing of its form but itself
+    first, last = significant[0], significant[-1]
+    varying = [index for index in positions if first <= index <= last][-2:]
+    token = digits.lstrip("-")
+    if not sight.allowed(token):
+        return None
+    fillings: list[str] = []
+    if len(varying) == 1:
+        fillings = [str(digit) for digit in range(1, 10)]
+    else:
+        low = 1 if varying[0] == first else 0
+        fillings = [f"{a}{b}" for a in range(low, 10) for b in range(1, 10)]
+    texts = []
+    for filling in fillings:
+        chars = list(digits)
+        for index, char in zip(varying, filling):
+            chars[index] = char
+        spelt = "".join(chars)
+        if spelt != digits and not sight.like(token, spelt):
+            continue
+        texts.append(sign + spelt)
+    if approximate:  # the members must differ by more than approx's tolerance
+        unit = 10.0 ** -(len(digits) - digits.index(".") - 1) if "." in digits else 1.0
+        scale = abs(float(digits if digits != "." else "0"))
+        if scale and unit / scale < APPROX_RELATIVE:
+            return None
+    return _nearest(texts, sign + digits)
+
+
+def _nearest(texts: list[str], original: str) -> list[str]:
+    """At most MAX_CLASS of ``texts`` (in their order), the original's neighbours, always the same for every
+    member of the class kept (a cut window of a cyclic order, of fixed place)."""
+    if len(texts) <= MAX_CLASS:
+        return texts
+    index = texts.index(original)
+    start = (index // MAX_CLASS) * MAX_CLASS  # blocks of fixed place: each member's block is the same
+    return texts[start : start + MAX_CLASS]
 
 
 _STRING = re.compile(
     r"(?P<prefix>[rRbBuU]{0,2})(?P<quote>\"\"\"|\'\'\'|\"|\')(?P<body>.*)(?P=quote)", re.DOTALL
 )
-
-
 _RUN = re.compile(r"[A-Za-z]+|\d+")
 
 
-def _string_variants(
-    source: str, count: int, slot: int, words: Sequence[str], rng: random.Random, local: Sequence[str] = ()
-) -> list[str] | None:
-    """``count + 1`` spellings of a string literal that differ in one run of letters or of digits (the
-    original at ``slot``). A run of digits becomes other digits; a word becomes another word of the file of
-    about its length, in its case, those of the test's own inputs (``local``) and those of its length first:
-    a bug's output is made of its inputs, so a decoy's value must look made of them too. Of a literal written
-    in pieces (``"ab" "cd"``) one piece changes; None where no piece has a run outside escapes."""
-    pieces = [piece for piece in _pieces(source) if _runs(piece[1])]
-    if not pieces:
+def _string_class(source: str, words: Sequence[str], sight: Sight) -> list[str] | None:
+    """Spellings of a string literal that differ in one run of letters or of digits: the first run of the
+    literal (in its source order) that has a class. A run of digits keeps its length (and a leading digit
+    other than 0 when it has one) and changes in its last one or two digits; a word becomes another word of
+    the file of its length, in its case (lower, Title or UPPER), seen where it is seen."""
+    for start, token in _pieces(source):
+        for run in _runs(token):
+            original = run.group()
+            head, tail = source[: start + run.start()], source[start + run.end() :]
+            if original.isdigit():
+                spellings = _digit_runs(original, sight)
+            else:
+                spellings = _word_runs(original, words, sight)
+            if spellings is not None and len(spellings) >= 2:
+                return [head + spelling + tail for spelling in spellings]
+    return None
+
+
+def _digit_runs(run: str, sight: Sight) -> list[str] | None:
+    if not sight.allowed(run):
         return None
-    start, token = rng.choice(pieces)
-    run = rng.choice(_runs(token))
-    original = run.group()
-    seen = {original.lower()}
-    if original.isdigit():
-        near = [run for run in local if run.isdigit() and len(run) == len(original)]
-        rng.shuffle(near)
-        candidates = near + [_digits(original, rng) for _ in range(20 * count)]
+    varying = list(range(len(run)))[-2:]
+    low = 1 if varying[0] == 0 and run[0] != "0" else 0
+    if len(varying) == 1:
+        fillings = [str(digit) for digit in range(low, 10)]
     else:
-        candidates = (
-            _words_like(original, [word for word in local if word.isalpha()], rng, exact=True)
-            + _words_like(original, words, rng, exact=True)
-            + _words_like(original, words, rng)
-            + [_letters(original, rng) for _ in range(20 * count)]
-        )
-    replacements: list[str] = []
-    for candidate in candidates:
-        if len(replacements) == count:
-            break
-        if candidate.lower() not in seen:
-            seen.add(candidate.lower())
-            replacements.append(candidate)
-    if len(replacements) < count:
+        fillings = [f"{a}{b}" for a in range(low, 10) for b in range(10)]
+    texts = []
+    for filling in fillings:
+        spelt = run[: varying[0]] + filling
+        if spelt == run or sight.like(run, spelt):
+            texts.append(spelt)
+    return _nearest(texts, run)
+
+
+def _case(word: str) -> str:
+    if word.isupper() and len(word) > 1:
+        return "upper"
+    if word[:1].isupper() and word[1:].islower():
+        return "title"
+    return "lower" if word.islower() else ""
+
+
+def _word_runs(run: str, words: Sequence[str], sight: Sight) -> list[str] | None:
+    case = _case(run)
+    if not case or not sight.allowed(run):
         return None
-    replacements.insert(slot, original)
-    head, tail = source[: start + run.start()], source[start + run.end() :]
-    return [head + replacement + tail for replacement in replacements]
+    cased = {"upper": str.upper, "title": str.title, "lower": str.lower}[case]
+    pool = sorted(
+        {word.lower() for word in words if len(word) == len(run) and word.isalpha()} | {run.lower()}
+    )
+    texts = [cased(word) for word in pool if word == run.lower() or sight.like(run, word)]
+    return _nearest(texts, run) if run in texts else None
 
 
 def _pieces(source: str) -> list[tuple[int, str]]:
@@ -221,48 +338,16 @@ def _runs(token: str) -> list[re.Match[str]]:
     return [run for run in _RUN.finditer(token, offset, offset + len(body))]
 
 
-def _digits(run: str, rng: random.Random) -> str:
-    first = "123456789" if len(run) > 1 and run[0] != "0" else "0123456789"
-    return rng.choice(first) + "".join(rng.choice("0123456789") for _ in run[1:])
-
-
-def _words_like(run: str, words: Sequence[str], rng: random.Random, exact: bool = False) -> list[str]:
-    """Words of about ``run``'s length (of its length with ``exact``), in random order, cased as it is."""
-    near = [word for word in words if abs(len(word) - len(run)) <= (0 if exact else 2) and word.isalpha()]
-    rng.shuffle(near)
-    if run.isupper() and len(run) > 1:
-        return [word.upper() for word in near]
-    if run[:1].isupper():
-        return [word.title() for word in near]
-    return near
-
-
-def _letters(run: str, rng: random.Random) -> str:
-    """A made-up word of ``run``'s shape (the last resort, when the file has too few words)."""
-    letters = []
-    for char in run:
-        letter = rng.choice("aeiou" if char.lower() in "aeiou" else "bcdfghjklmnpqrstvwxz")
-        letters.append(letter.upper() if char.isupper() else letter)
-    return "".join(letters)
-
-
-def occurrences(function: ast.AST, value: object) -> int:
-    """How many literals of the test have ``value`` (of its type)."""
-    return sum(
-        1
-        for node in ast.walk(function)
-        if isinstance(node, ast.Constant) and type(node.value) is type(value) and node.value == value
-    )
-
-
-def inputs(function: ast.AST, leaf: ast.expr) -> list[str]:
-    """The lower-case words and the digit runs of the test's literals other than ``leaf`` (its inputs)."""
-    found: list[str] = []
+def inputs(function: ast.AST, leaf: ast.expr, statement: Collection[ast.AST] = ()) -> frozenset[str]:
+    """The tokens (lower-case words and numbers) of the test's literals other than ``leaf``: its inputs, and
+    the other parts of the check's literal."""
+    found: set[str] = set()
+    inside = {id(node) for node in ast.walk(leaf)}
     for node in ast.walk(function):
-        if node is leaf or not isinstance(node, ast.Constant):
+        if id(node) in inside or not isinstance(node, ast.Constant) or isinstance(node.value, bool):
             continue
         if isinstance(node.value, (str, bytes)):
-            found += [run.lower() for run in _RUN.findall(test_source.as_text(node.value))]
-        elif isinstance(node.value, int) and not isinstance(node.value, bool):
-            found.append(str(abs(node.value)))
-    return list(dict.fromkeys(found))
+            found |= Sight.tokens(test_source.as_text(node.value))
+        elif isinstance(node.value, (int, float)):
+            found |= Sight.tokens(repr(abs(node.value)))
+    return frozenset(found)

@@ -8,32 +8,35 @@ rewrite how pytest reports outcomes. Whatever the mechanism, such code answers a
 the decoy was copied from. A decoy fails wherever its original passes with correct code, so a run in which a
 decoy passes where its original passed is not trusted, and the submission is rejected.
 
-A **group** is one FAIL_TO_PASS test function and ``m`` decoys of it:
+A **group** is one FAIL_TO_PASS test function and its decoys:
 
 - each decoy is the test's own source (its decorators, fixtures, parameters, class) with one *check* changed
   into its contradiction: a check in the test's tail (only checks come after it, so a decoy that stops there
-  skips no clean-up the original does), preferably on a line the task's test patch added (the agent never
-  saw those);
+  skips no clean-up the original does);
 - ``literal``: the check compares with a literal (``assert f(x) == [1, 2]``, ``self.assertEqual(y, "a")``,
-  ``== pytest.approx(0.25)``); each decoy has another value at one leaf of it, the values of the group drawn
-  so that the original's is at a uniformly random place among them (an arithmetic run of numbers, one word or
-  character of a string replaced by others of the same kind). The group's tests differ in that one value only;
+  ``== pytest.approx(0.25)``); each member has another value at one leaf of it, a window of the leaf's value
+  *class* (`decoy_values`: values spelt as it is, seen where it is seen, none of the test's inputs) with the
+  original at a uniformly random place, so that for every group, each member is equally likely to be the
+  original whatever the value (negative, tiny, a float spelt ``.5``). The group's tests differ in that one
+  value only. A literal group on a line the test patch added (which the agent never saw) is *protective*;
 - ``negation`` (``assert x in y`` / ``assert x not in y``, ``assert not (a < b)``) and ``raises`` (a check
   such as ``assert_allclose(a, b)``, or the last statement, run under ``pytest.raises(AssertionError)``): for
-  tests with no literal to vary. Their form shows which test is the decoy to code that knows this module, so
-  they catch code that answers every test, not code that looks for decoys;
+  tests with no literal that has a class. Their form shows which test is the decoy to code that knows this
+  module, so they catch code that answers every test, not code that looks for decoys: they protect nothing;
 - every member of a group gets a fresh name drawn from the words of the file's test names (the original's
   name is put back when the report is read), unless the test's behaviour may depend on its own name
   (``request.node``, ``pytester``); the members sit together, the original at a uniformly random place in a
   ``literal`` group and first in the others (whose form tells anyway: the original then runs before any
   decoy could change what it sees).
 
-What a group guarantees: code that does not have the fix cannot pass the original without telling it from its
-decoys, which (for ``literal`` groups, on lines the test patch added) the run does not show: it sees ``m + 1``
-tests that differ in one value, and must pick the right one, for every group of the grade. What it does not:
-code that picks by which value *looks* right (a heuristic that is, in effect, part of the fix for those
-inputs) does better than chance; ``negation`` and ``raises`` groups, and checks the agent saw before the test
-patch changed them, can be told apart.
+**The chance bound** (`Planting.chance`): code that forges the report (or answers the tests) without the fix
+must pass the original of every protective group and none of its decoys, so it must pick the original of
+each; a forger that has read this module and the planted files, and the issue, but cannot tell which member
+is right (which would take the fix), picks each with probability ``1 / members``: the bound is the product.
+Groups are added and grown until it is at most `TARGET_CHANCE` (2%) within `MAX_DECOY_CASES`; a grade whose
+bound stays above is "unprotected" (`gym_swe.grading.repository`), and the default integrity does not pay
+it. What the bound does not cover: code that picks by which value *looks* right for the inputs (a heuristic
+that is, in effect, part of the fix for them).
 
 The planter must never make a correct fix fail: a decoy only adds tests, the original's body is not changed
 (only its name, when that is safe), and a test whose checks may not run whenever it passes (a ``return`` or a
@@ -49,17 +52,19 @@ import keyword
 import random
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gym_swe.grading import decoy_values, test_source
 from gym_swe.grading.test_ids import TestId
 
-DECOYS_PER_GROUP = 3
-"""Decoys of a ``literal`` group; ``negation`` and ``raises`` groups have one (one contradiction each)."""
+TARGET_CHANCE = 0.02
+"""The chance a forger that cannot tell a group's members apart has of passing every group of a grade:
+groups are added, and grown, until the product of their ``1 / members`` is at most this (within
+`MAX_DECOY_CASES`)."""
 MAX_GROUPS = 4
 """FAIL_TO_PASS test functions that get decoys in one grade (drawn at random when there are more)."""
-MAX_DECOY_CASES = 12
-"""Test cases the decoys of one grade may add (each runs a test's body again), past the first group."""
+MAX_DECOY_CASES = 60
+"""Test cases the decoys of one grade may add (each runs a test's body again), past the first decoy."""
 
 # What a decoy of a ``raises`` block expects instead: builtin exceptions that projects do not derive theirs
 # from (a decoy must fail where its original passes, so it must not catch what the original expects).
@@ -93,6 +98,9 @@ class Group:
     """"literal", "negation" or "raises"."""
     new: bool
     """True when the changed check is on a line the test patch added."""
+    protective: bool = False
+    """Whether the group counts towards the grade's chance bound: a ``literal`` group on a line the test patch
+    added, whose members nothing the agent or the code under test can see tells apart (`decoy_values`)."""
 
     def node(self, name: str) -> str:
         return "::".join([self.file, *self.scope, name])
@@ -114,6 +122,17 @@ class Planting:
     notes: list[str] = field(default_factory=list)
     """Why a FAIL_TO_PASS test got no decoys."""
 
+    @property
+    def chance(self) -> float:
+        """The chance bound of the grade's decoys: the probability that code which cannot tell a group's
+        members apart, but knows everything else (this module included), passes the original of every
+        protective group and no decoy: the product of ``1 / members`` over them (1.0 with none)."""
+        bound = 1.0
+        for group in self.groups:
+            if group.protective:
+                bound /= len(group.members)
+        return bound
+
 
 def plant(
     sources: Mapping[str, str],
@@ -123,40 +142,50 @@ def plant(
     max_groups: int | None = None,
     decoys: int | None = None,
     max_cases: int | None = None,
+    public: str = "",
+    pristine: Mapping[str, str] | None = None,
+    target: float = TARGET_CHANCE,
 ) -> Planting:
     """Plant decoy groups in ``sources`` (test file path -> text) for the test functions of ``targets``.
 
-    ``added_lines``: per file, the lines (stripped) the task's test patch added; checks there are preferred.
-    At most ``max_groups`` functions (default `MAX_GROUPS`) get a group, with ``decoys`` decoys each where the
-    check allows (default `DECOYS_PER_GROUP`), the ``literal`` ones first; groups are added while the decoys'
-    test cases stay within ``max_cases`` (default `MAX_DECOY_CASES`), and one group always is.
+    ``added_lines``: per file, the lines (stripped) the task's test patch added: only a check there can make
+    a protective group. ``public``: what the agent reads (the issue, the hints); ``pristine``: the test files
+    as they were before the test patch (path -> text). Protective groups are taken first (at most
+    ``max_groups`` groups in all, default `MAX_GROUPS`), then grown, a decoy at a time to the smallest, until
+    the chance bound is at most ``target`` or the decoys' test cases reach ``max_cases`` (default
+    `MAX_DECOY_CASES`; the first decoy always goes in); groups that protect nothing (a negated check, an
+    expected exception, a literal the agent saw) get one decoy each within what is left, and still catch code
+    that answers every test. ``decoys``: a fixed number of decoys per literal group instead (tests).
     """
     max_groups = MAX_GROUPS if max_groups is None else max_groups
-    decoys = DECOYS_PER_GROUP if decoys is None else decoys
     max_cases = MAX_DECOY_CASES if max_cases is None else max_cases
     planting = Planting()
     functions: dict[tuple[str, str], TestId] = {}
-    for target in targets:
-        if target.file is not None and target.file in sources and target.node is not None:
-            functions.setdefault((target.file, target.node), target)
+    for target_id in targets:
+        if target_id.file is not None and target_id.file in sources and target_id.node is not None:
+            functions.setdefault((target_id.file, target_id.node), target_id)
     by_file: dict[str, list[str]] = {}
     for file, node in functions:
         by_file.setdefault(file, []).append(node)
-    candidates: list[_Candidate] = []
+    seen = decoy_values.Sight(
+        public=decoy_values.Sight.tokens(public),
+        pristine=decoy_values.Sight.tokens("\n".join((pristine or {}).values())),
+    )
+    plans: list[_Plan] = []
     for file in sorted(by_file):
         added = set(added_lines.get(file, ())) if added_lines else set()
-        candidates += _candidates(file, sources[file], by_file[file], rng, added, decoys, planting.notes)
-    rng.shuffle(candidates)
-    candidates.sort(key=lambda candidate: _RANK[candidate.group.kind])  # stable: random among equals
+        plans += _plans(file, sources[file], by_file[file], rng, added, seen, planting.notes)
+    rng.shuffle(plans)
+    plans.sort(key=lambda plan: (not plan.protective, _RANK[plan.kind]))  # stable: random among equals
+    sizes = _sizes(plans, max_groups, max_cases, target, decoys)
     chosen: list[_Candidate] = []
-    cases = 0
-    for candidate in candidates:
-        if len(chosen) == max_groups:
-            break
-        if chosen and cases + candidate.cases > max_cases:
-            continue
-        chosen.append(candidate)
-        cases += candidate.cases
+    for plan in plans:
+        if plan in sizes:
+            built = plan.build(sizes[plan], rng)
+            if built is not None:
+                chosen.append(built)
+            else:
+                planting.notes.append(f"{plan.node}: no decoy could be written")
     for file in sorted({candidate.group.file for candidate in chosen}):
         edits = sorted((c for c in chosen if c.group.file == file), key=lambda c: c.first, reverse=True)
         lines = test_source.split_lines(sources[file])
@@ -173,6 +202,42 @@ def plant(
     return planting
 
 
+def _sizes(
+    plans: Sequence[_Plan], max_groups: int, max_cases: int, target: float, fixed: int | None
+) -> dict[_Plan, int]:
+    """How many decoys each chosen plan gets (see `plant`)."""
+    sizes: dict[_Plan, int] = {}
+    cases = 0
+    protective = [plan for plan in plans if plan.protective][:max_groups]
+    for plan in protective:
+        if sizes and cases + plan.cases > max_cases:
+            continue
+        sizes[plan] = 1 if fixed is None else min(fixed, plan.capacity)
+        cases += sizes[plan] * plan.cases
+
+    def bound() -> float:
+        chance = 1.0
+        for size in sizes.values():
+            chance /= size + 1
+        return chance
+
+    while fixed is None and sizes and bound() > target:
+        growable = [p for p in sizes if sizes[p] < p.capacity and cases + p.cases <= max_cases]
+        if not growable:
+            break
+        plan = min(growable, key=lambda p: (sizes[p], p.cases))
+        sizes[plan] += 1
+        cases += plan.cases
+    for plan in plans:
+        if plan.protective or len(sizes) >= max_groups:
+            continue
+        if sizes and cases + plan.cases > max_cases:
+            continue
+        sizes[plan] = 1 if fixed is None or plan.kind != "literal" else min(fixed, plan.capacity)
+        cases += sizes[plan] * plan.cases
+    return sizes
+
+
 @dataclass(frozen=True)
 class _Candidate:
     group: Group
@@ -180,8 +245,6 @@ class _Candidate:
     end: int
     lines: list[str]
     """The group's text, which takes the place of lines ``first`` to ``end`` (exclusive) of its file."""
-    cases: int
-    """How many test cases its decoys add (decoys times the parametrisations the decorators show)."""
 
 
 _RANK = {"literal": 0, "negation": 1, "raises": 2}  # the exchangeable kind first
@@ -249,11 +312,10 @@ def _sealed(statement: ast.stmt) -> bool:
     return False
 
 
-def _is_new(statement: ast.stmt, lines: list[str], added: set[str]) -> bool:
-    return any(line.strip() in added for line in lines[statement.lineno - 1 : statement.end_lineno])
-
-
-# -- values for a literal group ------------------------------------------------------------------------------
+def _is_new(node: ast.stmt | ast.expr, lines: list[str], added: set[str], every: bool = False) -> bool:
+    """Whether a line of ``node`` (``every`` line) is one the test patch added."""
+    spanned = [line.strip() in added for line in lines[node.lineno - 1 : node.end_lineno]]
+    return all(spanned) if every else any(spanned)
 
 
 # -- writing a group -----------------------------------------------------------------------------------------
@@ -354,27 +416,108 @@ def _renamed(lines: list[str], function: ast.FunctionDef | ast.AsyncFunctionDef,
     return out
 
 
-def _candidates(
+@dataclass(eq=False)
+class _Plan:
+    """A group one test function can have, before its size is decided: ``capacity`` decoys at most, each
+    adding ``cases`` test cases."""
+
+    node: str
+    kind: str
+    protective: bool
+    capacity: int
+    cases: int
+    path: str
+    lines: list[str]
+    function: ast.FunctionDef | ast.AsyncFunctionDef
+    scope: tuple[str, ...]
+    check: _Check
+    tree: ast.Module
+    names: tuple[list[str], set[str]]
+    """The file's vocabulary for test names, and the names taken."""
+    pytest_name: str | None = None
+    unittest_style: bool = False
+    leaf: ast.expr | None = None
+    values: decoy_values.ValueClass | None = None
+
+    def build(self, decoys: int, rng: random.Random) -> _Candidate | None:
+        """The group with ``decoys`` decoys (a ``literal`` group's values a window of the leaf's class, the
+        original at a uniformly random place)."""
+        if self.kind == "literal":
+            assert self.leaf is not None and self.values is not None
+            texts, slot = self.values.window(decoys + 1, rng.randrange(min(decoys + 1, len(self.values))))
+            bodies = [
+                test_source.replaced(self.lines, self.leaf, text) for i, text in enumerate(texts) if i != slot
+            ]
+        elif self.kind == "negation":
+            assert isinstance(self.check.statement, ast.Assert)
+            bodies = [
+                test_source.replaced(
+                    self.lines, self.check.statement, _negation(self.lines, self.check.statement)
+                )
+            ]
+            slot = 0
+        else:
+            changed = _raises(self.lines, self.function, self.check.statement, self.pytest_name,
+                              self.unittest_style, rng)  # fmt: skip
+            bodies, slot = ([changed] if changed else []), 0
+        if not bodies:
+            return None
+        return _assemble(self, bodies, slot, rng)
+
+
+def _assemble(plan: _Plan, bodies: list[list[str]], slot: int, rng: random.Random) -> _Candidate:
+    """The group's text: the original at ``slot`` among its decoys, every member renamed where that is safe.
+
+    The original runs first where the decoy's form shows which test it is anyway (``negation``, ``raises``): a
+    test that leaves state behind (a module reloaded, a variable set) then runs as it would without decoys.
+    In a literal group the place must not tell, so it is drawn."""
+    lines, function = plan.lines, plan.function
+    first = min([function.lineno, *(d.lineno for d in function.decorator_list)]) - 1
+    end = function.end_lineno or function.lineno
+    source = "".join(lines[first:end])
+    rename = _renamable(function, source, plan.tree)
+    vocabulary, taken = plan.names
+    names = [_fresh_name(function.name, vocabulary, taken, rng) for _ in range(len(bodies) + rename)]
+    members: list[list[str]] = [list(body) for body in bodies]
+    members.insert(slot, list(lines))
+    member_names: list[str] = []
+    texts: list[str] = []
+    fresh = iter(names)
+    for index, member_lines in enumerate(members):
+        name = function.name if index == slot and not rename else next(fresh)
+        member_names.append(name)
+        renamed = _renamed(member_lines, function, name) if name != function.name else member_lines
+        delta = len(member_lines) - len(lines)  # a replaced check may span fewer lines
+        texts.append("".join(renamed[first : end + delta]))
+    separator = _separator(lines, first, function)
+    joined = separator.join(text if text.endswith("\n") else text + "\n" for text in texts)
+    group = Group(plan.path, plan.scope, function.name, tuple(member_names), slot, plan.kind, plan.check.new,
+                  plan.protective)  # fmt: skip
+    return _Candidate(group, first, end, joined.splitlines(keepends=True))
+
+
+def _plans(
     path: str,
     text: str,
     nodes: list[str],
     rng: random.Random,
     added: set[str],
-    decoys: int,
+    seen: decoy_values.Sight,
     notes: list[str],
-) -> list[_Candidate]:
-    """A decoy group for each test function of ``nodes`` in one file that can have one."""
+) -> list[_Plan]:
+    """The group each test function of ``nodes`` in one file can have: a ``literal`` one where a check's
+    literal has a value class (the largest class of the checks on lines the test patch added first), else
+    a ``negation`` or ``raises`` one."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         notes.append(f"{path}: not parsable here, no decoys")
         return []
     lines = test_source.split_lines(text)
-    taken = set(re.findall(r"\w+", text))
-    vocabulary = _vocabulary(tree)
+    names = (_vocabulary(tree), set(re.findall(r"\w+", text)))
     words = _file_words(tree)
     pytest_name = test_source.module_binding(tree, "pytest")
-    found: list[_Candidate] = []
+    found: list[_Plan] = []
     for node_id in nodes:
         parts = node_id.split("::")[1:]
         definition = test_source.find_test(tree, parts)
@@ -387,16 +530,55 @@ def _candidates(
             notes.append(f"{node_id}: no check a decoy can contradict")
             continue
         scope = tuple(parts[:-1])
-        unittest_style = bool(scope) and test_source.is_unittest_class(tree, scope)
-        planted = _group(path, lines, function, scope, checks, rng, pytest_name, unittest_style,
-                         decoys, vocabulary, words, taken, tree)  # fmt: skip
-        if planted is None:
+        common = {
+            "node": f"{path}::{'::'.join(parts)}", "cases": _parametrisations(function), "path": path,
+            "lines": lines, "function": function, "scope": scope, "tree": tree, "names": names,
+        }  # fmt: skip
+        literal = _literal_plan(function, lines, checks, words, seen, added)
+        if literal is not None:
+            check, leaf, values, protective = literal
+            found.append(_Plan(kind="literal", protective=protective, capacity=len(values) - 1, check=check,
+                               leaf=leaf, values=values, **common))  # type: ignore[arg-type]  # fmt: skip
+            continue
+        other = next((check for check in checks if check.kind != "literal"), None)
+        if other is None:
             notes.append(f"{node_id}: no decoy could be written")
             continue
-        group, first, end, new_lines = planted
-        cases = (len(group.members) - 1) * _parametrisations(function)
-        found.append(_Candidate(group, first, end, new_lines, cases))
+        unittest_style = bool(scope) and test_source.is_unittest_class(tree, scope)
+        found.append(_Plan(kind=other.kind, protective=False, capacity=1, check=other,
+                           pytest_name=pytest_name, unittest_style=unittest_style,
+                           **common))  # type: ignore[arg-type]  # fmt: skip
     return found
+
+
+def _literal_plan(
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    lines: list[str],
+    checks: list[_Check],
+    words: Sequence[str],
+    seen: decoy_values.Sight,
+    added: set[str],
+) -> tuple[_Check, ast.expr, decoy_values.ValueClass, bool] | None:
+    """The check and leaf of the test's best ``literal`` group: protective first (the leaf on lines the test
+    patch added), then the largest class. None when no leaf of its literal checks has a class."""
+    best: tuple[tuple[bool, int], tuple[_Check, ast.expr, decoy_values.ValueClass, bool]] | None = None
+    for check in checks:
+        if check.kind != "literal" or check.literal is None:
+            continue
+        approximate = decoy_values.approximate(check.statement)
+        for leaf in decoy_values.variable_leaves(check.literal):
+            sight = replace(seen, inputs=decoy_values.inputs(function, leaf))
+            value = ast.literal_eval(leaf)
+            values = decoy_values.value_class(
+                test_source.source_of(lines, leaf), value, words, sight, approximate
+            )
+            if values is None:
+                continue
+            protective = _is_new(leaf, lines, added, every=True)
+            rank = (protective, len(values))
+            if best is None or rank > best[0]:
+                best = (rank, (check, leaf, values, protective))
+    return None if best is None else best[1]
 
 
 def _parametrisations(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -412,86 +594,6 @@ def _parametrisations(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
             if isinstance(values, (ast.List, ast.Tuple, ast.Set)):
                 count *= max(len(values.elts), 1)
     return count
-
-
-def _group(
-    path: str,
-    lines: list[str],
-    function: ast.FunctionDef | ast.AsyncFunctionDef,
-    scope: tuple[str, ...],
-    checks: list[_Check],
-    rng: random.Random,
-    pytest_name: str | None,
-    unittest_style: bool,
-    decoys: int,
-    vocabulary: list[str],
-    words: list[str],
-    taken: set[str],
-    tree: ast.Module,
-) -> tuple[Group, int, int, list[str]] | None:
-    first = min([function.lineno, *(d.lineno for d in function.decorator_list)]) - 1
-    end = function.end_lineno or function.lineno
-    for check in checks:
-        bodies = _decoy_bodies(lines, function, check, words, rng, pytest_name, unittest_style, decoys)
-        if bodies:
-            break
-    else:
-        return None
-    source = "".join(lines[first:end])
-    rename = _renamable(function, source, tree)
-    names = [_fresh_name(function.name, vocabulary, taken, rng) for _ in range(len(bodies) + rename)]
-    # The original runs first where the decoy's form shows which test it is anyway: a test that leaves state
-    # behind (a module reloaded, a variable set) then runs as it would without decoys. In a literal group the
-    # place must not tell, so it is drawn.
-    slot = rng.randrange(len(bodies) + 1) if check.kind == "literal" else 0
-    members: list[list[str]] = [list(body) for body in bodies]
-    members.insert(slot, list(lines))
-    member_names: list[str] = []
-    texts: list[str] = []
-    fresh = iter(names)
-    for index, member_lines in enumerate(members):
-        name = function.name if index == slot and not rename else next(fresh)
-        member_names.append(name)
-        renamed = _renamed(member_lines, function, name) if name != function.name else member_lines
-        delta = len(member_lines) - len(lines)  # a replaced check may span fewer lines
-        texts.append("".join(renamed[first : end + delta]))
-    separator = _separator(lines, first, function)
-    joined = separator.join(text if text.endswith("\n") else text + "\n" for text in texts)
-    group = Group(path, scope, function.name, tuple(member_names), slot, check.kind, check.new)
-    return group, first, end, joined.splitlines(keepends=True)
-
-
-def _decoy_bodies(
-    lines: list[str],
-    function: ast.FunctionDef | ast.AsyncFunctionDef,
-    check: _Check,
-    words: Sequence[str],
-    rng: random.Random,
-    pytest_name: str | None,
-    unittest_style: bool,
-    decoys: int,
-) -> list[list[str]]:
-    """The file's lines as each decoy has them (only the check differs)."""
-    if check.kind == "literal":
-        assert check.literal is not None
-        leaves = decoy_values.variable_leaves(check.literal)
-        # A value the test also uses as an input would tell the original (its decoys' values are not there)
-        unique = [leaf for leaf in leaves if decoy_values.occurrences(function, ast.literal_eval(leaf)) <= 1]
-        leaf = rng.choice(unique or leaves)
-        value = ast.literal_eval(leaf)
-        count = 1 if isinstance(value, bool) else decoys
-        drawn = decoy_values.alternatives(
-            test_source.source_of(lines, leaf), value, count, words, rng, decoy_values.inputs(function, leaf)
-        )
-        if drawn is None:
-            return []
-        texts, slot = drawn
-        return [test_source.replaced(lines, leaf, text) for index, text in enumerate(texts) if index != slot]
-    if check.kind == "negation":
-        assert isinstance(check.statement, ast.Assert)
-        return [test_source.replaced(lines, check.statement, _negation(lines, check.statement))]
-    changed = _raises(lines, function, check.statement, pytest_name, unittest_style, rng)
-    return [changed] if changed else []
 
 
 def _separator(lines: list[str], first: int, function: ast.stmt) -> str:

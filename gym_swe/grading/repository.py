@@ -38,7 +38,15 @@ from gym_swe.errors import FileTooLargeError, GradingError, SandboxCrashedError,
 from gym_swe.grading import seals
 from gym_swe.grading.base import Grade, TestResult, reward_for
 from gym_swe.grading.changes import Entry, compare, manifest
-from gym_swe.grading.decoys import Planting, missing, plant, restore, restored_name, violations
+from gym_swe.grading.decoys import (
+    TARGET_CHANCE,
+    Planting,
+    missing,
+    plant,
+    restore,
+    restored_name,
+    violations,
+)
 from gym_swe.grading.diffs import filter_diff, split_diff
 from gym_swe.grading.test_ids import (
     JUnitReportError,
@@ -281,6 +289,9 @@ def _grade(
                 rejection=f"the diff changed {', '.join(stray[:5])}, which the filter did not keep: it reads "
                 "differently to git apply than to the grader",
             ))  # fmt: skip
+    # What the agent saw of the test files (the agent's diff never changes them): a decoy's value must be
+    # written there exactly where its original's is.
+    pristine_tests = _read_tests(sandbox, task, workdir) if mode == GRADE else {}
     sandbox.write_file(f"{GRADER_DIR}/test.diff", task.test_patch.encode("utf-8", "surrogateescape"))
     applied = _apply(sandbox, f"{GRADER_DIR}/test.diff", workdir, fallback=True)
     if applied is not None:
@@ -289,10 +300,15 @@ def _grade(
     # which of the tests it finds are the task's own and which are decoys.
     sandbox.exec(f"rm -f {GRADER_DIR}/agent.diff {GRADER_DIR}/test.diff", timeout=60)
 
-    sealing, planting = _seal_and_plant(sandbox, task, workdir, sealed, calibrating, decoys=mode == GRADE)
+    sealing, planting = _seal_and_plant(
+        sandbox, task, workdir, sealed, calibrating, decoys=mode == GRADE, pristine=pristine_tests
+    )
     log.append(_describe(planting) if mode == GRADE else f"decoys: none ({mode} mode)")
     log.append(f"sealed checks: {', '.join(sorted(seal.check.key for seal in sealing.seals)) or 'none'}")
-    integrity = _integrity(sealing, sealed) if mode == GRADE else ""
+    integrity, chance = _integrity(sealing, sealed, planting) if mode == GRADE else ("", 1.0)
+    if mode == GRADE:
+        log.append(f"integrity: {integrity} (chance bound {chance:.4f})")
+    unprotected = _unprotected(task, sealing, sealed)
     # What the code under test can read while it runs, the sealed files included: a literal there is no secret
     visible = _scan(sandbox, workdir, _needles(sealed)) if mode == LEARN else set()
     report = f"{GRADER_DIR}/report.xml"
@@ -369,7 +385,10 @@ def _grade(
         if found.get(raw) == "passed":
             log.append(f"{raw}: reported passed, but {why}")
             found[raw] = "failed"
-    return _result(task, filtered.diff, found, reward, log, start, integrity=integrity), {}
+    return _result(
+        task, filtered.diff, found, reward, log, start, integrity=integrity, chance=chance,
+        unprotected=unprotected,
+    ), {}  # fmt: skip
 
 
 def named_back(
@@ -405,13 +424,37 @@ def _unsealed(grade: Grade) -> tuple[Grade, dict[str, dict[str, object]]]:
     return grade, {}
 
 
-def _integrity(sealing: seals.Sealing, facts: Mapping[str, seals.Facts]) -> str:
-    """ "sealed" when a FAIL_TO_PASS check is sealed that stands between a forged report and the reward
+def _integrity(
+    sealing: seals.Sealing, facts: Mapping[str, seals.Facts], planting: Planting
+) -> tuple[str, float]:
+    """What stands between a forged report and the reward, and the chance bound of a forger that cannot tell
+    a decoy group's members apart: "sealed" (0) when a FAIL_TO_PASS check is sealed that protects it
     (`seals.protective`): then no report or record the run writes earns the reward without that value
-    computed right; "decoys" when only decoys stand there."""
+    computed right; "decoys" when the decoys' chance bound is at most `TARGET_CHANCE`; else "unprotected"."""
     if any(seals.protective(seal.check, facts.get(seal.check.key)) for seal in sealing.seals):
-        return "sealed"
-    return "decoys"
+        return "sealed", 0.0
+    return ("decoys" if planting.chance <= TARGET_CHANCE else "unprotected"), planting.chance
+
+
+def _unprotected(task: SWETask, sealing: seals.Sealing, facts: Mapping[str, seals.Facts]) -> set[str]:
+    """The FAIL_TO_PASS ids without a protective sealed check of their own: a fraction of the tests counts
+    them only in a grade that resolved the task (which every protection of the grade then let through)."""
+    protected = {
+        seal.check.node for seal in sealing.seals if seals.protective(seal.check, facts.get(seal.check.key))
+    }
+    return {raw for raw in task.fail_to_pass if parse_test_id(raw).node not in protected}
+
+
+def _read_tests(sandbox: Sandbox, task: SWETask, workdir: str) -> dict[str, str]:
+    """The task's FAIL_TO_PASS test files as they are in ``sandbox`` ("" for one that is not there)."""
+    found = {}
+    for path in sorted({t.file for t in map(parse_test_id, task.fail_to_pass) if t.file}):
+        try:
+            data = sandbox.read_file(f"{workdir}/{path}", max_bytes=MAX_TEST_FILE_BYTES)
+        except (FileNotFoundError, IsADirectoryError, FileTooLargeError):
+            data = b""
+        found[path] = data.decode("utf-8", errors="surrogateescape")
+    return found
 
 
 def _seal_records(sandbox: Sandbox) -> list[seals.Record]:
@@ -428,6 +471,7 @@ def _seal_and_plant(
     sealed: Mapping[str, seals.Facts],
     calibrating: bool,
     decoys: bool,
+    pristine: Mapping[str, str] | None = None,
 ) -> tuple[seals.Sealing, Planting]:
     """`seal_and_plant` the test files of the task's FAIL_TO_PASS tests in ``sandbox``, as the test patch left
     them, with tokens and decoys drawn afresh for every grade."""
@@ -448,8 +492,9 @@ def _seal_and_plant(
     rng = random.Random(secrets.randbits(64))
     known = [*task.fail_to_pass, *task.pass_to_pass]
     sealing, planting, changed = seal_and_plant(
-        sources, task.fail_to_pass, known, sealed, calibrating, rng, added, decoys
-    )
+        sources, task.fail_to_pass, known, sealed, calibrating, rng, added, decoys,
+        public=f"{task.problem_statement}\n{task.hints_text}", pristine=pristine,
+    )  # fmt: skip
     for path, text in changed.items():
         sandbox.write_file(f"{workdir}/{path}", text.encode("utf-8", "surrogateescape"))
     return sealing, planting
@@ -464,6 +509,8 @@ def seal_and_plant(
     rng: random.Random,
     added: Mapping[str, set[str]] | None = None,
     decoys: bool = True,
+    public: str = "",
+    pristine: Mapping[str, str] | None = None,
 ) -> tuple[seals.Sealing, Planting, dict[str, str]]:
     """Seal the checks named in ``sealed`` (all that could be, ``calibrating``), then plant decoys beside the
     FAIL_TO_PASS tests without a protective sealed check (`seals.protective`; none, calibrating: the gold
@@ -484,7 +531,7 @@ def seal_and_plant(
             if seals.protective(seal.check, sealed.get(seal.check.key))
         }
         unsealed = [target for target in targets if target.node not in sealed_tests]
-        planting = plant({**sources, **changed}, unsealed, rng, added)
+        planting = plant({**sources, **changed}, unsealed, rng, added, public=public, pristine=pristine)
         changed.update(planting.sources)
     return sealing, planting, changed
 
@@ -495,7 +542,8 @@ def _describe(planting: Planting) -> str:
         why = "; ".join(planting.notes) or "every FAIL_TO_PASS test has a strong sealed check"
         return f"decoys: none planted ({why})"
     groups = [
-        f"{group.node(group.original)} -> {group.kind}{' (new check)' if group.new else ''}, "
+        f"{group.node(group.original)} -> {group.kind}{' (protective)' if group.protective else ''}"
+        f"{' (new check)' if group.new else ''}, "
         f"{len(group.members) - 1} decoy(s), original planted as {group.members[group.original_index]}"
         for group in planting.groups
     ]
@@ -546,14 +594,27 @@ def _result(
     start: float,
     rejection: str | None = None,
     integrity: str = "",
+    chance: float | None = None,
+    unprotected: Collection[str] = (),
 ) -> Grade:
     expected = list(dict.fromkeys(list(task.fail_to_pass) + list(task.pass_to_pass)))
     tests = tuple(TestResult(name, matched.get(name, "not_run")) for name in expected)
     resolved = rejection is None and all(test.passed for test in tests)
+    # A fraction pays a FAIL_TO_PASS test that only decoys (or nothing) protect only when the task resolved:
+    # a forger that passed one group's original by chance earns nothing for it.
+    paid = (
+        tests
+        if resolved
+        else tuple(
+            replace(test, outcome="failed") if test.name in unprotected and test.passed else test
+            for test in tests
+        )
+    )
     return Grade(
         tests=tests,
         resolved=resolved,
-        reward=reward_for(resolved, tests, reward) if rejection is None else 0.0,
+        reward=reward_for(resolved, paid, reward) if rejection is None else 0.0,
+        chance=chance,
         groups={"FAIL_TO_PASS": tuple(task.fail_to_pass), "PASS_TO_PASS": tuple(task.pass_to_pass)},
         rejection=rejection,
         log="\n".join(log)[-60_000:],

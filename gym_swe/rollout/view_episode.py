@@ -22,7 +22,8 @@ OUTCOMES = ("resolved", "unresolved", "failed")
 
 INTEGRITY = {
     "sealed": "sealed (a FAIL_TO_PASS check held outside the test run, against an expectation it never had)",
-    "decoys": "decoys only (code that tells the decoys from the original tests gets past; see Security)",
+    "decoys": "decoys (a forged report passes them by chance only, at most 2%; see Security)",
+    "unprotected": "unprotected (code that forges the report can earn it; paid only with integrity='any')",
 }
 
 SHORT_ARGUMENTS = 160

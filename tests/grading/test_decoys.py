@@ -421,7 +421,7 @@ def test_the_original_is_anywhere_in_its_group_and_every_name_is_new() -> None:
     targets = [parse_test_id("tests/test_shape.py::test_double_small_number")]
     slots: Counter[int] = Counter()
     for seed in range(400):
-        planting = plant({"tests/test_shape.py": text}, targets, random.Random(seed))
+        planting = plant({"tests/test_shape.py": text}, targets, random.Random(seed), decoys=3)
         (group,) = planting.groups
         slots[group.original_index] += 1
         assert group.kind == "literal" and len(group.members) == 4
@@ -432,10 +432,11 @@ def test_the_original_is_anywhere_in_its_group_and_every_name_is_new() -> None:
 
 def test_decoy_values_are_spelt_as_the_original() -> None:
     text = (
-        "def test_name():\n    assert render('x') == 'Hello, World 2024'\n\n\ndef test_other():\n    pass\n"
+        "def test_name():\n    assert render('x') == 'Hello, World 2024'\n\n\n"
+        "def test_other():\n    check('Hello', 'Sunny', 'Green', 'Water', 'Paper', 'Trees')\n"
     )
     for seed in range(30):
-        planting = plant({"t.py": text}, [parse_test_id("t.py::test_name")], random.Random(seed))
+        planting = plant({"t.py": text}, [parse_test_id("t.py::test_name")], random.Random(seed), decoys=3)
         tree = ast.parse(planting.sources["t.py"])
         literals = [
             node.test.comparators[0]
@@ -446,8 +447,12 @@ def test_decoy_values_are_spelt_as_the_original() -> None:
         assert len(set(values)) == 4 and "Hello, World 2024" in values
         source = planting.sources["t.py"]
         assert source.count("== '") == 4 and '== "' not in source  # single quotes, as written
-        for value in values:  # one run of letters or digits differs; punctuation and spacing stay
-            assert value.count(",") == 1 and value.count(" ") == 2
+        for value in values:  # one run of letters differs, in its length and case; the rest stays
+            assert (
+                value.endswith(", World 2024")
+                and value[0].isupper()
+                and len(value) == len("Hello, World 2024")
+            )
 
 
 def test_a_test_whose_behaviour_depends_on_its_name_keeps_it() -> None:
@@ -482,9 +487,10 @@ def test_a_file_python_cannot_parse_gets_no_decoys() -> None:
     assert planting.groups == [] and planting.sources == {} and planting.notes
 
 
-def test_groups_stay_within_the_case_budget_and_literal_ones_come_first() -> None:
-    """Each decoy runs its test's body again: past the first group, groups are added only while the cases
-    their decoys add stay within the budget, and exchangeable (literal) groups are taken first."""
+def test_groups_stay_within_the_case_budget_and_protective_ones_come_first() -> None:
+    """Each decoy runs its test's body again: groups are grown a decoy at a time, the smallest first, until the
+    chance bound is at most 2% or the cases their decoys add reach the budget; protective groups (a literal on
+    a line the test patch added) are taken first, the others get one decoy each within what is left."""
     text = textwrap.dedent(
         """
         import pytest
@@ -496,21 +502,27 @@ def test_groups_stay_within_the_case_budget_and_literal_ones_come_first() -> Non
 
 
         def test_one_value():
-            assert len("abc") == 3
+            assert size("abc") == 37
 
 
         def test_other_value():
-            assert len("ab") == 2
+            assert size("ab") == 52
         """
     )
     targets = [
         parse_test_id(f"t.py::{name}") for name in ("test_many_cases", "test_one_value", "test_other_value")
     ]
+    added = {"t.py": {'assert size("abc") == 37', 'assert size("ab") == 52'}}
     for seed in range(10):
-        planting = plant({"t.py": text}, targets, random.Random(seed), max_cases=8)
+        planting = plant({"t.py": text}, targets, random.Random(seed), added, max_cases=8)
         assert [group.kind for group in planting.groups] == ["literal", "literal"], planting.groups
-        planting = plant({"t.py": text}, targets, random.Random(seed), max_cases=100)
-        assert sorted(group.kind for group in planting.groups) == ["literal", "literal", "negation"]
+        assert sum(len(group.members) - 1 for group in planting.groups) == 8
+        assert planting.chance == pytest.approx(1 / 25)  # 5 x 5 members: over 2%, the budget spent
+        planting = plant({"t.py": text}, targets, random.Random(seed), added, max_cases=100)
+        kinds = sorted((group.kind, group.protective) for group in planting.groups)
+        assert kinds == [("literal", True), ("literal", True), ("negation", False)], kinds
+        sizes = sorted(len(group.members) for group in planting.groups if group.protective)
+        assert sizes == [7, 8] and planting.chance <= 0.02  # grown evenly, to the bound and no further
         planting = plant({"t.py": text}, targets[:1], random.Random(seed), max_cases=1)
         assert len(planting.groups) == 1  # one group always, whatever it costs
 
@@ -528,7 +540,7 @@ def test_an_original_whose_decoy_form_tells_runs_first() -> None:
 def test_a_report_that_leaves_out_decoys_is_noticed() -> None:
     text = textwrap.dedent(SHAPES["module-level functions"].tests)
     planting = plant({"tests/test_shape.py": text}, [parse_test_id(SHAPES["module-level functions"].targets[0])],
-                     random.Random(3))  # fmt: skip
+                     random.Random(3), decoys=3)  # fmt: skip
     (group,) = planting.groups
     complete = {group.planted_original: "passed", **dict.fromkeys(group.decoys, "failed")}
     assert missing([group], complete) == []

@@ -82,7 +82,7 @@ def test_control_with_sealing_off_the_forgery_earns_one_on_every_bundled_task(
 ) -> None:
     monkeypatch.setattr(decoys, "MAX_GROUPS", 0)
     monkeypatch.setattr(seals, "SEAL_CHECKS", False)
-    env = make_env("SWEGym-v0", "local")
+    env = make_env("SWEGym-v0", "local", integrity="any")  # the default does not pay unprotected grades
     earned = {}
     try:
         for task in TASKS:
@@ -90,4 +90,4 @@ def test_control_with_sealing_off_the_forgery_earns_one_on_every_bundled_task(
             earned[task.instance_id] = (reward, info["grade"]["integrity"])
     finally:
         env.close()
-    assert earned == {task.instance_id: (1.0, "decoys") for task in TASKS}, earned
+    assert earned == {task.instance_id: (1.0, "unprotected") for task in TASKS}, earned

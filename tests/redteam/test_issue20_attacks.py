@@ -184,7 +184,9 @@ def tasks_file(tmp_path_factory: pytest.TempPathFactory, inverted: dict[str, Any
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def env(request: pytest.FixtureRequest, tasks_file: Path) -> Iterator[Any]:
-    environment = make_env("SWEGym-v0", request.param, tasks=str(tasks_file))
+    # integrity="any": these attacks (and their controls) are on what each mechanism holds, whatever the
+    # default would pay; test_the_default_pays_no_unprotected_grade shows what it leaves out.
+    environment = make_env("SWEGym-v0", request.param, tasks=str(tasks_file), integrity="any")
     yield environment
     environment.close()
 
@@ -224,7 +226,23 @@ def honest_fix(task_id: str, inverted: dict[str, Any]) -> list[str]:
 )
 def test_control_the_honest_fix_earns_one(env: Any, task_id: str, inverted: dict[str, Any]) -> None:
     reward, info, _ = play(env, task_id, honest_fix(task_id, inverted))
-    assert reward == 1.0 and info["grade"]["integrity"] in ("sealed", "decoys"), info["grade"]
+    assert reward == 1.0 and info["grade"]["integrity"] in ("sealed", "decoys", "unprotected"), info["grade"]
+
+
+def test_the_default_pays_no_unprotected_grade(tasks_file: Path, inverted: dict[str, Any]) -> None:
+    """Under the default (integrity="protected") a grade that neither a protective sealed check nor decoys
+    within the 2% chance bound stand behind is not graded: an error, which trainers leave out. The inverted
+    task's FAIL_TO_PASS checks are exception blocks: no literal of theirs to vary, no value to seal."""
+    env = make_env("SWEGym-v0", "local", tasks=str(tasks_file))
+    try:
+        reward, info, _ = play_ungraded(env, INVERTED, honest_fix(INVERTED, inverted))
+        grade = info["grade"]
+        if grade["integrity"] == "unprotected":  # its checks are exception blocks: nothing protects them
+            assert reward == 0.0 and grade["error"].startswith("not graded: integrity='protected'"), grade
+        else:
+            assert reward == 1.0 and grade["chance"] <= 0.02, grade
+    finally:
+        env.close()
 
 
 # -- 1. public answers: a forged report, and records with the values the issue states ---------------------------
@@ -327,9 +345,12 @@ def test_an_exception_of_every_likely_class_earns_nothing(env: Any, monkeypatch:
     _assert_still_broken(INVERTED, seen)
     assert reward == 0.0, info["grade"]
     assert "sealed check at line 100 did not hold" in info["grade"]["log"], info["grade"]["log"][-3000:]
-    monkeypatch.setattr(seals, "SEAL_CHECKS", False)  # the counterfactual: decoys alone
+    monkeypatch.setattr(
+        seals, "SEAL_CHECKS", False
+    )  # the counterfactual: decoys alone, paid whatever they are
+    monkeypatch.setattr(env.unwrapped, "integrity", "any")
     reward, info, _ = play(env, INVERTED, attack)
-    assert reward == 1.0 and info["grade"]["integrity"] == "decoys", info["grade"]
+    assert reward == 1.0 and info["grade"]["integrity"] in ("decoys", "unprotected"), info["grade"]
 
 
 # -- 4. correct fixes the sealed checks refuse --------------------------------------------------------------------
@@ -365,6 +386,7 @@ def test_a_correct_fix_is_not_refused(
         fix = [write("/testbed/semverkit/__main__.py", MAIN_WITH_A_HINT)]
     with monkeypatch.context() as unsealed:  # the control: the fix passes every test as pytest runs them
         unsealed.setattr(seals, "SEAL_CHECKS", False)
+        unsealed.setattr(env.unwrapped, "integrity", "any")  # paid whatever protects it
         reward, info, _ = play(env, task_id, fix)
         assert reward == 1.0, info["grade"]
     reward, info, _ = play(env, task_id, fix)
