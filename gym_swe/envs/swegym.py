@@ -19,6 +19,7 @@ from gym_swe.grading.repository import (
     calibrate,
     grade_repository,
     probe_environment,
+    probe_inputs,
     protection,
 )
 from gym_swe.grading.test_ids import files_to_run
@@ -189,6 +190,7 @@ class SWEGymEnv(ToolEnv):
         super().__init__(**kwargs)  # the kwargs every env takes (ToolEnv): tasks, sandbox, reward, ...
         self._pristine: OrderedDict[tuple[str, ...], tuple[Environment, dict[str, Entry]]] = OrderedDict()
         self._sealable: dict[tuple[str, ...], Mapping[str, seals.Facts]] = {}
+        self._inputs: dict[tuple[str, ...], Mapping[str, Any]] = {}
         self._failed_calibrations: dict[tuple[str, ...], int] = {}
 
     def _load_tasks(self, source: str) -> TaskSet[SWETask]:
@@ -253,6 +255,7 @@ class SWEGymEnv(ToolEnv):
             grade = grade_repository(
                 grader, task, taken.diff, reward=mode, timeout=self.test_timeout, workdir=WORKDIR,
                 environment=environment, pristine=pristine, sealed=sealed,
+                inputs=self._inputs.get(self._seal_key(task), {}),
             )  # fmt: skip
         dropped = "".join(f"\ndropped {path}: {reason}" for path, reason in taken.dropped)
         grade = replace(grade, log=grade.log + dropped, diff=taken.diff)
@@ -285,6 +288,7 @@ class SWEGymEnv(ToolEnv):
             return grade_repository(
                 grader, task, diff, reward=mode, timeout=self.test_timeout, workdir=WORKDIR,
                 environment=environment, pristine=pristine, sealed=sealed,
+                inputs=self._inputs.get(self._seal_key(task), {}),
             )  # fmt: skip
 
     def _seal_key(self, task: SWETask) -> tuple[str, ...]:
@@ -304,12 +308,15 @@ class SWEGymEnv(ToolEnv):
     def _calibrate(self, task: SWETask) -> None:
         """Learn which checks of the task can be sealed: from disk, else by grading its gold patch the
         calibrating way, then running its tests with no fix and those checks sealed, in another fresh sandbox,
-        to learn which of them protect the reward (`gym_swe.grading.repository.protection`): two test runs,
-        the first time a task is graded in an environment."""
+        to learn which of them protect the reward (`gym_swe.grading.repository.protection`), then the gold
+        patch again with copies of its tests whose input literals changed, to learn which values decoys of
+        them may take (`gym_swe.grading.repository.probe_inputs`): three test runs, the first time a task is
+        graded in an environment."""
         key = self._seal_key(task)
         stored = seals.stored(task, key)
         if stored is not None:
             self._sealable[key] = stored
+            self._inputs[key] = seals.stored_inputs(task, key)
             return
         mode = self.reward_mode if isinstance(self.reward_mode, str) else "binary"
         with self.new_sandbox(task) as grader:
@@ -325,8 +332,15 @@ class SWEGymEnv(ToolEnv):
                     unfixed, task, sealable, timeout=self.test_timeout, workdir=WORKDIR,
                     environment=environment, pristine=pristine,
                 )  # fmt: skip
-            seals.store(task, key, sealable)
+            with self.new_sandbox(task) as probing:
+                environment, pristine = self._pristine_state(task, probing)
+                inputs = probe_inputs(
+                    probing, task, sealable, timeout=self.test_timeout, workdir=WORKDIR,
+                    environment=environment, pristine=pristine,
+                )  # fmt: skip
+            seals.store(task, key, sealable, inputs)
             self._sealable[key] = sealable
+            self._inputs[key] = inputs
             return
         # A gold patch that did not resolve the task here (a timeout under load, a test that needs the
         # network) says nothing of what can be sealed: nothing is kept, and a later grade tries again, up

@@ -29,7 +29,7 @@ import io
 import re
 import tokenize
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gym_swe.grading import test_source
 
@@ -42,7 +42,8 @@ _EQUALITY_CALLS = frozenset({
 _TOKEN = re.compile(r"\d*\.\d+|\d+\.?|[A-Za-z]+")
 """How a text is read into tokens for where a value is written: numbers (with a decimal point), words."""
 MAX_CLASS = 400
-"""At most this many values of a class are kept (a word class of a large file): the nearest in its order."""
+"""At most about this many values of a class are kept (a word class of a large file): those nearest the
+original in its order."""
 APPROX_RELATIVE = 1e-4
 """A number under ``approx`` changes by at least this share of itself (pytest's tolerance is 1e-6)."""
 
@@ -59,7 +60,8 @@ class Sight:
 
     @staticmethod
     def tokens(text: str) -> frozenset[str]:
-        return frozenset(token.lower() for token in _TOKEN.findall(text))
+        """Numbers as written (``0.25``, ``.5``), and the runs of letters and of digits, lower-case."""
+        return frozenset(token.lower() for token in [*_TOKEN.findall(text), *_RUN.findall(text)])
 
     def allowed(self, original: str) -> bool:
         """Whether a value whose changing part is spelt ``original`` can be a group's (it is in neither what
@@ -152,21 +154,49 @@ def variable_leaves(node: ast.expr) -> list[ast.expr]:
 @dataclass(frozen=True)
 class ValueClass:
     """The values a literal leaf's group is drawn from: ``texts`` (each the leaf's whole source as that member
-    has it) in a fixed cyclic order, ``index`` the original's place among them."""
+    has it) in their natural order (numbers by value, words alphabetically), ``index`` the original's place.
+
+    A group is a *run* of ``size`` consecutive values holding the original at a uniformly random place, so
+    that the original's rank among the members is uniform whatever it is. The run never leaves the class, so
+    a value within ``size - 1`` of an end of it has no group of that size (`fits`); and a forger who knows
+    that can rule out the members too near an end. `chance` is what that gives the best forger that picks by
+    rank. An end of ``texts`` that is not an end of the value's form (``open_low``/``open_high``: the class
+    was cut around the original, where the forger does not know) rules nothing out."""
 
     texts: tuple[str, ...]
     index: int
-    changed: tuple[str, ...] = field(default=())
-    """The changing part of each (the word or the digits), for reading where it is written."""
+    open_low: bool = False
+    open_high: bool = False
+    full: int = 0
+    """How many values the whole class has (before any cut): a forger can count them from any member."""
 
     def __len__(self) -> int:
         return len(self.texts)
 
+    def fits(self, size: int) -> bool:
+        """Whether every run of ``size`` values holding the original stays within the class."""
+        return size >= 2 and self.index >= size - 1 and len(self.texts) - 1 - self.index >= size - 1
+
+    @property
+    def most(self) -> int:
+        """The largest run this class's groups may have: told by the size of the whole class alone (an eighth
+        of it, so that for about half its values no member of a run is near an end), never by the original's
+        place in it, which the size of its group must not give away."""
+        return min(MAX_CLASS // 2, max(2, (self.full or len(self.texts)) // 8 + 1))
+
     def window(self, size: int, place: int) -> tuple[list[str], int]:
-        """``size`` consecutive members (cyclically) with the original at ``place`` among them."""
-        size = min(size, len(self.texts))
+        """The run of ``size`` values with the original at ``place`` among them (``fits(size)`` must hold)."""
         start = self.index - place
-        return [self.texts[(start + offset) % len(self.texts)] for offset in range(size)], place
+        return list(self.texts[start : start + size]), place
+
+    def chance(self, size: int) -> float:
+        """The probability that the best forger who picks a member by its rank (among the members that could
+        be the original: at least ``size - 1`` values from a known end of the class) picks the original: 1 /
+        size away from the ends; more where the members on one side of the original are all ruled out."""
+        unbounded = len(self.texts)
+        below = unbounded if self.open_low else self.index - (size - 1)
+        above = unbounded if self.open_high else len(self.texts) - 1 - self.index - (size - 1)
+        return (size - min(size - 1, below, above)) / size
 
 
 def value_class(
@@ -175,7 +205,7 @@ def value_class(
     """The class of a literal leaf written ``source`` (value ``value``); None when it has none (a value the
     agent reads, one of the test's inputs, a spelling this module does not vary)."""
     if isinstance(value, bool):
-        return ValueClass((source, str(not value)), 0) if source in ("True", "False") else None
+        return None  # two values: one end each, so neither has a run that would not give it away
     if isinstance(value, (int, float)):
         texts = _number_class(source, sight, approximate)
     elif isinstance(value, (str, bytes)):
@@ -190,10 +220,22 @@ def value_class(
             values.append(ast.literal_eval(text.strip()))
         except (ValueError, SyntaxError):
             return None
+    ordered = sorted(zip(values, texts), key=lambda pair: _order(pair[0]))
+    texts = [text for _, text in ordered]
     index = texts.index(source)
-    if any(other == value for place, other in enumerate(values) if place != index):
+    if any(other == value for other, text in ordered if text != source):
         return None
-    return ValueClass(tuple(texts), index)
+    cut, place, low, high = around(texts, index, MAX_CLASS // 2)
+    return ValueClass(tuple(cut), place, low, high, len(texts))
+
+
+def _order(value: object) -> tuple[int, object]:
+    """A value's place in its class's natural order: numbers by value, text alphabetically (case aside)."""
+    if isinstance(value, (int, float)):
+        return (0, value)
+    if isinstance(value, bytes):
+        return (1, value.lower())
+    return (1, str(value).lower())
 
 
 _NUMBER = re.compile(r"(?P<sign>-?\s*)(?P<digits>\d*\.?\d*)")
@@ -236,17 +278,15 @@ def _number_class(source: str, sight: Sight, approximate: bool) -> list[str] | N
         scale = abs(float(digits if digits != "." else "0"))
         if scale and unit / scale < APPROX_RELATIVE:
             return None
-    return _nearest(texts, sign + digits)
+    return texts
 
 
-def _nearest(texts: list[str], original: str) -> list[str]:
-    """At most MAX_CLASS of ``texts`` (in their order), the original's neighbours, always the same for every
-    member of the class kept (a cut window of a cyclic order, of fixed place)."""
-    if len(texts) <= MAX_CLASS:
-        return texts
-    index = texts.index(original)
-    start = (index // MAX_CLASS) * MAX_CLASS  # blocks of fixed place: each member's block is the same
-    return texts[start : start + MAX_CLASS]
+def around(texts: Sequence[str], index: int, radius: int) -> tuple[list[str], int, bool, bool]:
+    """The values within ``radius`` places of ``texts[index]`` (a class in its natural order), the original's
+    place among them, and whether the class goes on below and above (the cut ends tell a forger nothing: they
+    are where the original, which it does not know, puts them)."""
+    start, end = max(0, index - radius), min(len(texts), index + radius + 1)
+    return list(texts[start:end]), index - start, start > 0, end < len(texts)
 
 
 _STRING = re.compile(
@@ -287,7 +327,7 @@ def _digit_runs(run: str, sight: Sight) -> list[str] | None:
         spelt = run[: varying[0]] + filling
         if spelt == run or sight.like(run, spelt):
             texts.append(spelt)
-    return _nearest(texts, run)
+    return texts
 
 
 def _case(word: str) -> str:
@@ -307,7 +347,7 @@ def _word_runs(run: str, words: Sequence[str], sight: Sight) -> list[str] | None
         {word.lower() for word in words if len(word) == len(run) and word.isalpha()} | {run.lower()}
     )
     texts = [cased(word) for word in pool if word == run.lower() or sight.like(run, word)]
-    return _nearest(texts, run) if run in texts else None
+    return texts if run in texts else None
 
 
 def _pieces(source: str) -> list[tuple[int, str]]:

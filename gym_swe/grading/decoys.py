@@ -48,13 +48,14 @@ hurt, and `gym-swe validate` shows it.
 from __future__ import annotations
 
 import ast
-import keyword
+import itertools
 import random
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from gym_swe.grading import decoy_values, test_source
+from gym_swe.grading import decoy_inputs, decoy_text, decoy_values, test_source
 from gym_swe.grading.test_ids import TestId
 
 TARGET_CHANCE = 0.02
@@ -65,20 +66,10 @@ MAX_GROUPS = 4
 """FAIL_TO_PASS test functions that get decoys in one grade (drawn at random when there are more)."""
 MAX_DECOY_CASES = 60
 """Test cases the decoys of one grade may add (each runs a test's body again), past the first decoy."""
-
-# What a decoy of a ``raises`` block expects instead: builtin exceptions that projects do not derive theirs
-# from (a decoy must fail where its original passes, so it must not catch what the original expects).
-_UNRELATED_EXCEPTIONS = (
-    "ZeroDivisionError", "UnboundLocalError", "RecursionError", "FloatingPointError", "UnicodeTranslateError",
-    "BlockingIOError", "ChildProcessError",
-)  # fmt: skip
-# In a test's source, signs that its behaviour may depend on its own name (it is then not renamed).
-_NAME_DEPENDENT = re.compile(
-    r"request\s*\.\s*(node|function|cls|module)|_testMethodName|\bself\s*\.\s*id\s*\(|pytester|testdir|"
-    r"__name__|__qualname__|_getframe|\binspect\b|snapshot|regression"
-)
-_WORD = re.compile(r"[A-Za-z][a-z]*|\d+")
-_FALLBACK_WORDS = ("value", "result", "case", "input", "output", "check", "basic", "simple", "default")
+MAX_LEAVES = 3
+"""Literals one ``literal`` group varies at once (its members are their combinations)."""
+MAX_LEVEL = 64
+"""Growth steps a group takes at most (`_Plan.runs`)."""
 
 
 @dataclass(frozen=True)
@@ -99,8 +90,12 @@ class Group:
     new: bool
     """True when the changed check is on a line the test patch added."""
     protective: bool = False
-    """Whether the group counts towards the grade's chance bound: a ``literal`` group on a line the test patch
-    added, whose members nothing the agent or the code under test can see tells apart (`decoy_values`)."""
+    """Whether the group counts towards the grade's chance bound: a ``literal`` or ``input`` group on a line
+    the test patch added, whose members nothing the agent or the code under test can see tells apart
+    (`decoy_values`)."""
+    chance: float = 1.0
+    """For a protective group: the chance the best forger that picks a member by its rank picks the
+    original (`decoy_values.ValueClass.chance`: ``1 / members`` away from the ends of the value's class)."""
 
     def node(self, name: str) -> str:
         return "::".join([self.file, *self.scope, name])
@@ -121,6 +116,9 @@ class Planting:
     groups: list[Group] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Why a FAIL_TO_PASS test got no decoys."""
+    probes: list[tuple[decoy_inputs.InputLeaf, str, list[str]]] = field(default_factory=list)
+    """Calibrating input leaves (`probe`): each leaf, its test's original as planted, and one copy per other
+    value of its block, in order."""
 
     @property
     def chance(self) -> float:
@@ -130,7 +128,7 @@ class Planting:
         bound = 1.0
         for group in self.groups:
             if group.protective:
-                bound /= len(group.members)
+                bound *= group.chance
         return bound
 
 
@@ -145,6 +143,7 @@ def plant(
     public: str = "",
     pristine: Mapping[str, str] | None = None,
     target: float = TARGET_CHANCE,
+    inputs: Mapping[str, Any] | None = None,
 ) -> Planting:
     """Plant decoy groups in ``sources`` (test file path -> text) for the test functions of ``targets``.
 
@@ -155,7 +154,8 @@ def plant(
     the chance bound is at most ``target`` or the decoys' test cases reach ``max_cases`` (default
     `MAX_DECOY_CASES`; the first decoy always goes in); groups that protect nothing (a negated check, an
     expected exception, a literal the agent saw) get one decoy each within what is left, and still catch code
-    that answers every test. ``decoys``: a fixed number of decoys per literal group instead (tests).
+    that answers every test. ``inputs``: the input leaves the gold patch calibrated (`decoy_inputs`), by key.
+    ``decoys``: a fixed number of decoys per literal group instead (tests).
     """
     max_groups = MAX_GROUPS if max_groups is None else max_groups
     max_cases = MAX_DECOY_CASES if max_cases is None else max_cases
@@ -174,14 +174,16 @@ def plant(
     plans: list[_Plan] = []
     for file in sorted(by_file):
         added = set(added_lines.get(file, ())) if added_lines else set()
-        plans += _plans(file, sources[file], by_file[file], rng, added, seen, planting.notes)
+        plans += _plans(file, sources[file], by_file[file], added, seen, planting.notes, inputs or {})
     rng.shuffle(plans)
-    plans.sort(key=lambda plan: (not plan.protective, _RANK[plan.kind]))  # stable: random among equals
+    plans.sort(key=lambda plan: (not plan.protective, decoy_text.RANK[plan.kind]))  # random among equals
     sizes = _sizes(plans, max_groups, max_cases, target, decoys)
     chosen: list[_Candidate] = []
     for plan in plans:
         if plan in sizes:
             built = plan.build(sizes[plan], rng)
+            if built is None and plan.fallback is not None:
+                built = plan.fallback.build(1, rng)
             if built is not None:
                 chosen.append(built)
             else:
@@ -205,37 +207,57 @@ def plant(
 def _sizes(
     plans: Sequence[_Plan], max_groups: int, max_cases: int, target: float, fixed: int | None
 ) -> dict[_Plan, int]:
-    """How many decoys each chosen plan gets (see `plant`)."""
-    sizes: dict[_Plan, int] = {}
+    """The growth level of each chosen plan (see `plant`): its members are ``plan.members(level)``."""
+    levels: dict[_Plan, int] = {}
     cases = 0
-    protective = [plan for plan in plans if plan.protective][:max_groups]
-    for plan in protective:
-        if sizes and cases + plan.cases > max_cases:
+
+    def cost(plan: _Plan, level: int) -> int:
+        return (plan.members(level) - 1) * plan.cases
+
+    def start(plan: _Plan) -> int:
+        if fixed is None or plan.kind not in ("literal", "input"):
+            return 1
+        level = 1
+        while (
+            level < MAX_LEVEL
+            and plan.members(level + 1) <= fixed + 1
+            and plan.members(level + 1) > plan.members(level)
+        ):
+            level += 1
+        return level
+
+    for plan in [plan for plan in plans if plan.protective][:max_groups]:
+        if levels and cases + cost(plan, start(plan)) > max_cases:
             continue
-        sizes[plan] = 1 if fixed is None else min(fixed, plan.capacity)
-        cases += sizes[plan] * plan.cases
+        levels[plan] = start(plan)
+        cases += cost(plan, levels[plan])
 
     def bound() -> float:
         chance = 1.0
-        for size in sizes.values():
-            chance /= size + 1
+        for plan, level in levels.items():
+            chance /= plan.members(level)
         return chance
 
-    while fixed is None and sizes and bound() > target:
-        growable = [p for p in sizes if sizes[p] < p.capacity and cases + p.cases <= max_cases]
+    while fixed is None and levels and bound() > target:
+        growable = []
+        for plan, level in levels.items():
+            grown = plan.members(level + 1)
+            extra = cost(plan, level + 1) - cost(plan, level)
+            if level < MAX_LEVEL and grown > plan.members(level) and cases + extra <= max_cases:
+                growable.append(plan)
         if not growable:
             break
-        plan = min(growable, key=lambda p: (sizes[p], p.cases))
-        sizes[plan] += 1
-        cases += plan.cases
+        plan = min(growable, key=lambda p: (p.members(levels[p]), p.cases))
+        cases += cost(plan, levels[plan] + 1) - cost(plan, levels[plan])
+        levels[plan] += 1
     for plan in plans:
-        if plan.protective or len(sizes) >= max_groups:
+        if plan.protective or len(levels) >= max_groups:
             continue
-        if sizes and cases + plan.cases > max_cases:
+        if levels and cases + cost(plan, start(plan)) > max_cases:
             continue
-        sizes[plan] = 1 if fixed is None or plan.kind != "literal" else min(fixed, plan.capacity)
-        cases += sizes[plan] * plan.cases
-    return sizes
+        levels[plan] = start(plan)
+        cases += cost(plan, levels[plan])
+    return levels
 
 
 @dataclass(frozen=True)
@@ -247,225 +269,123 @@ class _Candidate:
     """The group's text, which takes the place of lines ``first`` to ``end`` (exclusive) of its file."""
 
 
-_RANK = {"literal": 0, "negation": 1, "raises": 2}  # the exchangeable kind first
-
-
-# -- finding the test and its checks -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Check:
-    statement: ast.stmt
-    kind: str
-    new: bool
-    literal: ast.expr | None = None
-    """For "literal": the node whose value changes."""
-
-
-def _checks(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], added: set[str]
-) -> list[_Check]:
-    """The checks a decoy of ``function`` can contradict, best first: those in the tail of its body (only
-    checks come after them), and its last statement, which a decoy can always expect to raise. A sealed
-    check (`gym_swe.grading.seals`: decided outside the run, it never fails in it) is a check of the tail
-    but no decoy's: the last statement a decoy expects to raise is then the last one before the sealed
-    checks."""
-    body = [statement for statement in function.body if not _sealed(statement)] or function.body[:0]
-    if any(
-        isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) for node in test_source.own_nodes(function)
-    ):
-        return []  # the test can pass without reaching its checks, or is not a plain test
-    if not body:
-        return []  # every statement is a sealed check: nothing a decoy could contradict in the run
-    tail: list[ast.stmt] = []
-    for statement in reversed(function.body):
-        if test_source.is_check_like(statement) or test_source.is_inert(statement) or _sealed(statement):
-            tail.append(statement)
-        else:
-            break
-    tail.reverse()
-    found: list[_Check] = []
-    for statement in tail:
-        if test_source.is_inert(statement) or _sealed(statement) or not test_source.is_check(statement):
-            continue
-        new = _is_new(statement, lines, added)
-        literal = decoy_values.literal_of(statement)
-        if literal is not None:
-            found.append(_Check(statement, "literal", new, literal))
-        found.append(_Check(statement, "negation" if isinstance(statement, ast.Assert) else "raises", new))
-    last = body[-1]
-    if not any(check.statement is last for check in found) and not isinstance(
-        last, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    ):
-        # The test passes only if its last statement completes: a decoy expects it to raise (the statement
-        # still runs in full, so nothing it cleans up is skipped).
-        found.append(_Check(last, "raises", _is_new(last, lines, added)))
-    return sorted(found, key=lambda check: (_RANK[check.kind], not check.new))
-
-
-def _sealed(statement: ast.stmt) -> bool:
-    """A check the grader sealed: ``_gym_seal(...)``, or a ``with _gym_raises(...)`` block."""
-    if isinstance(statement, ast.Expr):
-        return test_source.callee(statement.value) == "_gym_seal"
-    if isinstance(statement, ast.With) and statement.items:
-        return test_source.callee(statement.items[0].context_expr) == "_gym_raises"
-    return False
-
-
-def _is_new(node: ast.stmt | ast.expr, lines: list[str], added: set[str], every: bool = False) -> bool:
-    """Whether a line of ``node`` (``every`` line) is one the test patch added."""
-    spanned = [line.strip() in added for line in lines[node.lineno - 1 : node.end_lineno]]
-    return all(spanned) if every else any(spanned)
-
-
-# -- writing a group -----------------------------------------------------------------------------------------
-
-
-_NEGATED = {
-    ast.Eq: "!=",
-    ast.NotEq: "==",
-    ast.In: "not in",
-    ast.NotIn: "in",
-    ast.Is: "is not",
-    ast.IsNot: "is",
-}
-
-
-def _operand(lines: list[str], node: ast.expr) -> str:
-    """An operand's source, in parentheses where it spans lines (they may have been the original's)."""
-    source = test_source.source_of(lines, node)
-    return f"({source})" if "\n" in source else source
-
-
-def _negation(lines: list[str], statement: ast.Assert) -> str:
-    """The assert statement's contradiction: true exactly where the original test is false."""
-    test = statement.test
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        condition = f"({test_source.source_of(lines, test.operand)})"
-    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _NEGATED:
-        left, right = (_operand(lines, node) for node in (test.left, test.comparators[0]))
-        condition = f"{left} {_NEGATED[type(test.ops[0])]} {right}"
-    else:
-        condition = f"not ({test_source.source_of(lines, test)})"
-    message = f", {test_source.source_of(lines, statement.msg)}" if statement.msg is not None else ""
-    return f"assert {condition}{message}"
-
-
-def _raises(
-    lines: list[str],
-    function: ast.FunctionDef | ast.AsyncFunctionDef,
-    statement: ast.stmt,
-    pytest_name: str | None,
-    unittest_style: bool,
-    rng: random.Random,
-) -> list[str] | None:
-    """The statement made to fail where it succeeds: a ``raises`` block expecting an unrelated exception,
-    or the statement under ``raises(AssertionError)`` (a simple one written on the same logical line and a
-    ``with`` block given one more context manager, so that their text keeps its indentation and the text
-    of its strings; another compound statement indented one level, where no string spans its lines)."""
-    expected = test_source.expected_exception(statement)
-    if expected is not None:
-        return test_source.replaced(
-            lines, expected, rng.choice(_unrelated_to(test_source.source_of(lines, expected)))
-        )
-    imported = False
-    if pytest_name:
-        context = f"{pytest_name}.raises(AssertionError)"
-    elif unittest_style:
-        context = "self.assertRaises(AssertionError)"
-    else:  # the module does not import pytest: the decoy does
-        context, imported = "pytest.raises(AssertionError)", True
-    changed: list[str] | None
-    if isinstance(statement, (ast.With, ast.AsyncWith)):
-        first = statement.items[0].context_expr
-        changed = test_source.replaced(lines, first, f"{context}, {test_source.source_of(lines, first)}")
-    elif not isinstance(statement, test_source.COMPOUND):
-        changed = test_source.replaced(
-            lines, statement, f"with {context}: {test_source.source_of(lines, statement)}"
-        )
-    else:
-        changed = test_source.indented_under(lines, statement, f"with {context}:")
-    if changed is not None and imported:
-        start = function.body[0]
-        indent = lines[start.lineno - 1][: start.col_offset]
-        changed.insert(start.lineno - 1, f"{indent}import pytest\n")
-    return changed
-
-
-def _unrelated_to(names: str) -> list[str]:
-    """The unrelated exceptions that are none of ``names`` (builtin ones) nor one of their bases."""
-    import builtins
-
-    found = []
-    for candidate in _UNRELATED_EXCEPTIONS:
-        base = getattr(builtins, candidate)
-        related = False
-        for name in re.findall(r"[A-Za-z_]\w*", names):
-            own = getattr(builtins, name, None)
-            if name == candidate or (isinstance(own, type) and issubclass(own, base)):
-                related = True
-        if not related:
-            found.append(candidate)
-    return found
-
-
-def _renamed(lines: list[str], function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> list[str]:
-    out = list(lines)
-    index = function.lineno - 1
-    out[index] = re.sub(rf"(\bdef\s+){re.escape(function.name)}\b", rf"\g<1>{name}", out[index], count=1)
-    return out
-
-
 @dataclass(eq=False)
 class _Plan:
-    """A group one test function can have, before its size is decided: ``capacity`` decoys at most, each
-    adding ``cases`` test cases."""
+    """A group one test function can have, before its size is decided: each of its decoys adds ``cases``
+    test cases."""
 
     node: str
     kind: str
     protective: bool
-    capacity: int
     cases: int
     path: str
     lines: list[str]
     function: ast.FunctionDef | ast.AsyncFunctionDef
     scope: tuple[str, ...]
-    check: _Check
+    check: decoy_text.Check
     tree: ast.Module
     names: tuple[list[str], set[str]]
     """The file's vocabulary for test names, and the names taken."""
     pytest_name: str | None = None
     unittest_style: bool = False
-    leaf: ast.expr | None = None
-    values: decoy_values.ValueClass | None = None
+    leaves: tuple[tuple[ast.expr, decoy_values.ValueClass], ...] = ()
+    """A ``literal`` or ``input`` group's leaves, each with its value class: the members are every
+    combination of a run of each (a leaf's run may be of one value, the original's)."""
+    fallback: _Plan | None = None
+    """The ``negation`` or ``raises`` group planted instead where no leaf can vary (every original too near
+    an end of its class): it still catches code that answers every test."""
 
-    def build(self, decoys: int, rng: random.Random) -> _Candidate | None:
-        """The group with ``decoys`` decoys (a ``literal`` group's values a window of the leaf's class, the
-        original at a uniformly random place)."""
-        if self.kind == "literal":
-            assert self.leaf is not None and self.values is not None
-            texts, slot = self.values.window(decoys + 1, rng.randrange(min(decoys + 1, len(self.values))))
-            bodies = [
-                test_source.replaced(self.lines, self.leaf, text) for i, text in enumerate(texts) if i != slot
-            ]
+    def runs(self, level: int) -> list[int]:
+        """The run of each leaf at growth ``level``: runs grown one leaf at a time, the shortest first (each
+        within its class's `most`), so that the members (their product) grow as evenly as they can; told by
+        the level and the classes' sizes alone, never by where the originals are in them."""
+        runs = [1] * len(self.leaves)
+        for _ in range(level):
+            growable = [i for i, (_, values) in enumerate(self.leaves) if runs[i] < values.most]
+            if not growable:
+                break
+            runs[min(growable, key=lambda i: (runs[i], i))] += 1
+        return runs
+
+    def members(self, level: int) -> int:
+        product = 1
+        for run in self.runs(level):
+            product *= run
+        return product if self.leaves else 1 + min(level, 1)
+
+    def build(self, level: int, rng: random.Random) -> _Candidate | None:
+        """The group at growth ``level`` (a ``literal`` or ``input`` group: every combination of a run of each
+        leaf's class, the original at a uniformly random place in each run; a leaf whose original is too near
+        an end of its class for its run varies not at all; None when no leaf varies)."""
+        chance, protective = 1.0, self.protective
+        if self.kind in ("literal", "input"):
+            varying: list[tuple[ast.expr, list[str], int]] = []
+            for (leaf, values), run in zip(self.leaves, self.runs(level)):
+                if run < 2 or not values.fits(run):
+                    continue
+                texts, place = values.window(run, rng.randrange(run))
+                varying.append((leaf, texts, place))
+                chance *= values.chance(run) if self.protective else 1.0
+            if not varying and self.leaves and self.leaves[0][1].texts:
+                # No run fits: one decoy beside the original still catches code that answers every test, at
+                # a place its class allows; its place tells, so the group counts for nothing.
+                leaf, values = self.leaves[0]
+                if len(values) < 2:
+                    return None
+                place = 0 if values.index == 0 else 1
+                varying.append(
+                    (leaf, list(values.texts[values.index - place : values.index - place + 2]), place)
+                )
+                chance, protective = 1.0, False
+            if not varying:
+                return None
+            varying.sort(key=lambda item: (item[0].lineno, item[0].col_offset), reverse=True)
+            original = tuple(place for _, _, place in varying)
+            bodies = []
+            for combination in itertools.product(*(range(len(texts)) for _, texts, _ in varying)):
+                if combination == original:
+                    continue
+                lines = self.lines
+                for (leaf, texts, _), choice in zip(varying, combination):
+                    lines = test_source.replaced(lines, leaf, texts[choice])  # last leaf first: same length
+                bodies.append(lines)
+            slot = sum(  # the original's place among the combinations, in their order
+                place * _product(len(texts) for _, texts, _ in varying[k + 1 :])
+                for k, (_, _, place) in enumerate(varying)
+            )
+            chance = chance if protective else 1.0
         elif self.kind == "negation":
             assert isinstance(self.check.statement, ast.Assert)
             bodies = [
                 test_source.replaced(
-                    self.lines, self.check.statement, _negation(self.lines, self.check.statement)
+                    self.lines, self.check.statement, decoy_text.negation(self.lines, self.check.statement)
                 )
             ]
             slot = 0
         else:
-            changed = _raises(self.lines, self.function, self.check.statement, self.pytest_name,
+            changed = decoy_text.raises(self.lines, self.function, self.check.statement, self.pytest_name,
                               self.unittest_style, rng)  # fmt: skip
             bodies, slot = ([changed] if changed else []), 0
         if not bodies:
             return None
-        return _assemble(self, bodies, slot, rng)
+        return _assemble(self, bodies, slot, rng, chance, protective)
 
 
-def _assemble(plan: _Plan, bodies: list[list[str]], slot: int, rng: random.Random) -> _Candidate:
+def _product(numbers: Iterable[int]) -> int:
+    result = 1
+    for number in numbers:
+        result *= number
+    return result
+
+
+def _assemble(
+    plan: _Plan,
+    bodies: list[list[str]],
+    slot: int,
+    rng: random.Random,
+    chance: float = 1.0,
+    protective: bool = False,
+) -> _Candidate:
     """The group's text: the original at ``slot`` among its decoys, every member renamed where that is safe.
 
     The original runs first where the decoy's form shows which test it is anyway (``negation``, ``raises``): a
@@ -475,9 +395,11 @@ def _assemble(plan: _Plan, bodies: list[list[str]], slot: int, rng: random.Rando
     first = min([function.lineno, *(d.lineno for d in function.decorator_list)]) - 1
     end = function.end_lineno or function.lineno
     source = "".join(lines[first:end])
-    rename = _renamable(function, source, plan.tree)
+    rename = decoy_text.renamable(function, source, plan.tree)
     vocabulary, taken = plan.names
-    names = [_fresh_name(function.name, vocabulary, taken, rng) for _ in range(len(bodies) + rename)]
+    names = [
+        decoy_text.fresh_name(function.name, vocabulary, taken, rng) for _ in range(len(bodies) + rename)
+    ]
     members: list[list[str]] = [list(body) for body in bodies]
     members.insert(slot, list(lines))
     member_names: list[str] = []
@@ -486,13 +408,13 @@ def _assemble(plan: _Plan, bodies: list[list[str]], slot: int, rng: random.Rando
     for index, member_lines in enumerate(members):
         name = function.name if index == slot and not rename else next(fresh)
         member_names.append(name)
-        renamed = _renamed(member_lines, function, name) if name != function.name else member_lines
+        renamed = decoy_text.renamed(member_lines, function, name) if name != function.name else member_lines
         delta = len(member_lines) - len(lines)  # a replaced check may span fewer lines
         texts.append("".join(renamed[first : end + delta]))
-    separator = _separator(lines, first, function)
+    separator = decoy_text.separator(lines, first, function)
     joined = separator.join(text if text.endswith("\n") else text + "\n" for text in texts)
     group = Group(plan.path, plan.scope, function.name, tuple(member_names), slot, plan.kind, plan.check.new,
-                  plan.protective)  # fmt: skip
+                  protective, chance)  # fmt: skip
     return _Candidate(group, first, end, joined.splitlines(keepends=True))
 
 
@@ -500,22 +422,22 @@ def _plans(
     path: str,
     text: str,
     nodes: list[str],
-    rng: random.Random,
     added: set[str],
     seen: decoy_values.Sight,
     notes: list[str],
+    inputs: Mapping[str, Any],
 ) -> list[_Plan]:
     """The group each test function of ``nodes`` in one file can have: a ``literal`` one where a check's
-    literal has a value class (the largest class of the checks on lines the test patch added first), else
-    a ``negation`` or ``raises`` one."""
+    literal has a value class, or an ``input`` one where the gold patch calibrated an input leaf of it
+    (protective ones first, then the largest class), else a ``negation`` or ``raises`` one."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         notes.append(f"{path}: not parsable here, no decoys")
         return []
     lines = test_source.split_lines(text)
-    names = (_vocabulary(tree), set(re.findall(r"\w+", text)))
-    words = _file_words(tree)
+    names = (decoy_text.vocabulary(tree), set(re.findall(r"\w+", text)))
+    words = decoy_text.file_words(tree)
     pytest_name = test_source.module_binding(tree, "pytest")
     found: list[_Plan] = []
     for node_id in nodes:
@@ -525,7 +447,7 @@ def _plans(
             notes.append(f"{node_id}: not a plain test function of its file, no decoys")
             continue
         function, _ = definition
-        checks = _checks(function, lines, added)
+        checks = decoy_text.checks(function, lines, added)
         if not checks:
             notes.append(f"{node_id}: no check a decoy can contradict")
             continue
@@ -534,34 +456,51 @@ def _plans(
             "node": f"{path}::{'::'.join(parts)}", "cases": _parametrisations(function), "path": path,
             "lines": lines, "function": function, "scope": scope, "tree": tree, "names": names,
         }  # fmt: skip
+        options: list[tuple[tuple[bool, int], _Plan]] = []
         literal = _literal_plan(function, lines, checks, words, seen, added)
         if literal is not None:
-            check, leaf, values, protective = literal
-            found.append(_Plan(kind="literal", protective=protective, capacity=len(values) - 1, check=check,
-                               leaf=leaf, values=values, **common))  # type: ignore[arg-type]  # fmt: skip
-            continue
+            check, leaves, protective = literal
+            plan = _Plan(kind="literal", protective=protective, check=check, leaves=leaves,
+                         **common)  # type: ignore[arg-type]  # fmt: skip
+            options.append(((protective, plan.members(MAX_LEVEL)), plan))
+        for entry in decoy_inputs.find(str(common["node"]), function, lines, inputs):
+            plan = _Plan(kind="input", protective=entry.protective, check=checks[0],
+                         leaves=((entry.leaf, entry.values),), **common)  # type: ignore[arg-type]  # fmt: skip
+            options.append(((entry.protective, plan.members(MAX_LEVEL)), plan))
         other = next((check for check in checks if check.kind != "literal"), None)
+        unittest_style = bool(scope) and test_source.is_unittest_class(tree, scope)
+        fallback = None
+        if other is not None:
+            fallback = _Plan(kind=other.kind, protective=False, check=other, pytest_name=pytest_name,
+                             unittest_style=unittest_style, **common)  # type: ignore[arg-type]  # fmt: skip
+        if options:
+            best = max(options, key=lambda option: option[0])[1]
+            best.fallback = fallback
+            found.append(best)
+            continue
         if other is None:
             notes.append(f"{node_id}: no decoy could be written")
             continue
-        unittest_style = bool(scope) and test_source.is_unittest_class(tree, scope)
-        found.append(_Plan(kind=other.kind, protective=False, capacity=1, check=other,
-                           pytest_name=pytest_name, unittest_style=unittest_style,
-                           **common))  # type: ignore[arg-type]  # fmt: skip
+        assert fallback is not None
+        found.append(fallback)
     return found
 
 
 def _literal_plan(
     function: ast.FunctionDef | ast.AsyncFunctionDef,
     lines: list[str],
-    checks: list[_Check],
+    checks: list[decoy_text.Check],
     words: Sequence[str],
     seen: decoy_values.Sight,
     added: set[str],
-) -> tuple[_Check, ast.expr, decoy_values.ValueClass, bool] | None:
-    """The check and leaf of the test's best ``literal`` group: protective first (the leaf on lines the test
-    patch added), then the largest class. None when no leaf of its literal checks has a class."""
-    best: tuple[tuple[bool, int], tuple[_Check, ast.expr, decoy_values.ValueClass, bool]] | None = None
+) -> tuple[decoy_text.Check, tuple[tuple[ast.expr, decoy_values.ValueClass], ...], bool] | None:
+    """The leaves of the test's ``literal`` group, with their classes: up to `MAX_LEAVES` of the literals its
+    equality checks compare with (changing any of them makes its check fail with any fix that passes the
+    original), those on lines the test patch added if any (a protective group), the largest classes first;
+    else the one leaf with the largest class. None when no leaf has a class."""
+    protective: list[tuple[int, ast.expr, decoy_values.ValueClass]] = []
+    seen_only: list[tuple[int, ast.expr, decoy_values.ValueClass]] = []
+    first: decoy_text.Check | None = None
     for check in checks:
         if check.kind != "literal" or check.literal is None:
             continue
@@ -574,11 +513,15 @@ def _literal_plan(
             )
             if values is None:
                 continue
-            protective = _is_new(leaf, lines, added, every=True)
-            rank = (protective, len(values))
-            if best is None or rank > best[0]:
-                best = (rank, (check, leaf, values, protective))
-    return None if best is None else best[1]
+            first = first or check
+            entry = (values.most, leaf, values)
+            (protective if decoy_text.is_new(leaf, lines, added, every=True) else seen_only).append(entry)
+    chosen = protective or seen_only
+    if not chosen or first is None:
+        return None
+    chosen.sort(key=lambda entry: -entry[0])
+    count = MAX_LEAVES if protective else 1
+    return first, tuple((leaf, values) for _, leaf, values in chosen[:count]), bool(protective)
 
 
 def _parametrisations(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -596,135 +539,87 @@ def _parametrisations(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return count
 
 
-def _separator(lines: list[str], first: int, function: ast.stmt) -> str:
-    """The blank lines before the test (one or two), to put between the members of its group."""
-    blank, index = 0, first - 1
-    while index >= 0 and not lines[index].strip():
-        blank, index = blank + 1, index - 1
-    if index < 0 or blank == 0:
-        return "\n" if function.col_offset else "\n\n"
-    return "\n" * min(blank, 2)
+# -- calibrating input leaves --------------------------------------------------------------------------------
 
 
-def _renamable(function: ast.FunctionDef | ast.AsyncFunctionDef, source: str, tree: ast.Module) -> bool:
-    """Whether the test can take another name without changing what it does."""
-    if not function.name.startswith("test") or _NAME_DEPENDENT.search(source):
-        return False
-    uses = 0
-    for node in ast.walk(tree):
-        named = getattr(node, "id", None) or getattr(node, "attr", None)
-        text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
-        if named == function.name or function.name in text:
-            uses += 1
-    return uses == 0
-
-
-# -- names ---------------------------------------------------------------------------------------------------
-
-
-def _vocabulary(tree: ast.Module) -> list[str]:
-    """Lower-case words of the file's test names (and its other names when those are few)."""
-    words: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-            words.update(w.lower() for w in _WORD.findall(node.name[4:]))
-    if len(words) < 8:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name):
-                words.update(w.lower() for w in _WORD.findall(node.id))
-    usable = sorted(w for w in words if len(w) > 1 and not w.isdigit() and not keyword.iskeyword(w))
-    return usable if len(usable) >= 4 else sorted(set(usable) | set(_FALLBACK_WORDS))
-
-
-def _file_words(tree: ast.Module) -> list[str]:
-    """The lower-case words of the file's strings and names, for the words of decoy strings."""
-    words: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            words.update(w.lower() for w in re.findall(r"[A-Za-z]{2,}", node.value))
-        elif isinstance(node, ast.Name):
-            words.update(w.lower() for w in re.findall(r"[A-Za-z]{2,}", node.id))
-    return sorted(words)
-
-
-def _fresh_name(original: str, vocabulary: Sequence[str], taken: set[str], rng: random.Random) -> str:
-    """A new test name in the style of ``original`` (its prefix, snake or camel case, about its length)."""
-    camel = bool(re.match(r"^test[A-Z0-9]", original))
-    underscored = re.match(r"^([A-Za-z]+_)", original)
-    prefix = "test" if camel else underscored.group(1) if underscored else "test_"
-    length = min(max(len(_WORD.findall(original[len(prefix) :])), 2), 7)
-    for attempt in range(12):
-        count = max(2, length + rng.choice((-1, 0, 0, 1)) + attempt // 4)
-        words = rng.sample(list(vocabulary), min(count, len(vocabulary)))
-        name = prefix + ("".join(w.title() for w in words) if camel else "_".join(words))
-        if name not in taken and name.isidentifier() and not keyword.iskeyword(name):
-            taken.add(name)
-            return name
-    name = f"{prefix}{rng.choice(vocabulary)}{rng.randrange(10, 10_000)}"
-    taken.add(name)
-    return name
-
-
-# -- reading the run back ------------------------------------------------------------------------------------
-
-
-def _cases(outcomes: Mapping[str, str], node: str) -> dict[str, str]:
-    """The outcomes of ``node``'s cases, by parameter suffix (``""`` for an unparametrised test)."""
-    found = {}
-    for report_id, outcome in outcomes.items():
-        if report_id == node:
-            found[""] = outcome
-        elif report_id.startswith(node + "["):
-            found[report_id[len(node) :]] = outcome
-    return found
-
-
-def restore(groups: Sequence[Group], outcomes: Mapping[str, str]) -> dict[str, str]:
-    """The report's outcomes as the task's ids know them: each original test under its own name again,
-    the decoys left out."""
-    restored: dict[str, str] = {}
-    for report_id, outcome in outcomes.items():
-        name = restored_name(groups, report_id)
-        if name is not None:
-            restored[name] = outcome
-    return restored
-
-
-def restored_name(groups: Sequence[Group], case: str) -> str | None:
-    """A test case as the task's ids know it (``file::Class::name[params]``): an original test under its own
-    name again; None for a decoy."""
-    base, bracket, param = case.partition("[")
-    for group in groups:
-        if base in group.decoys:
-            return None
-        if base == group.planted_original:
-            return group.node(group.original) + bracket + param
-    return case
-
-
-def violations(groups: Sequence[Group], outcomes: Mapping[str, str]) -> list[str]:
-    """The decoys that passed where their original passed: each means the code under test answered the test
-    calling it rather than computing its result (or changed how outcomes are reported)."""
-    found = []
-    for group in groups:
-        original = _cases(outcomes, group.planted_original)
-        passed = {case for case, outcome in original.items() if outcome == "passed"}
-        for decoy in group.decoys:
-            cases = _cases(outcomes, decoy)
-            both = sorted(case for case in passed if cases.get(case) == "passed")
-            if both:
-                found.append(f"{decoy}{both[0]} ({group.kind} decoy of {group.node(group.original)})")
-    return found
-
-
-def missing(groups: Sequence[Group], outcomes: Mapping[str, str]) -> list[str]:
-    """Decoys missing from the report although their original is in it. pytest collects a decoy as it
-    collects its original (the same class, decorators and name prefix), so a report without one was not
-    written by pytest alone: its writer left out the tests it could not make come out right."""
-    return [
-        decoy
-        for group in groups
-        if _cases(outcomes, group.planted_original)
-        for decoy in group.decoys
-        if not _cases(outcomes, decoy)
-    ]
+def probe(
+    sources: Mapping[str, str],
+    targets: Sequence[TestId],
+    rng: random.Random,
+    added_lines: Mapping[str, Collection[str]] | None = None,
+    public: str = "",
+    pristine: Mapping[str, str] | None = None,
+    max_cases: int = decoy_inputs.MAX_PROBE_CASES,
+) -> Planting:
+    """Plant, beside each FAIL_TO_PASS test function of ``targets``, one copy per value of the block of each
+    of its input leaves (`decoy_inputs.candidates`), within ``max_cases`` test cases (the first leaf
+    always): the gold patch's run of them says which values its decoys may take (`decoy_inputs.learned`)."""
+    seen = decoy_values.Sight(
+        public=decoy_values.Sight.tokens(public),
+        pristine=decoy_values.Sight.tokens("\n".join((pristine or {}).values())),
+    )
+    planting = Planting()
+    probes = planting.probes
+    cases = 0
+    nodes = sorted(
+        {(t.file, t.node) for t in targets if t.file is not None and t.file in sources and t.node is not None}
+    )
+    for file in sorted({file for file, _ in nodes}):
+        text = sources[file]
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        lines = test_source.split_lines(text)
+        names = (decoy_text.vocabulary(tree), set(re.findall(r"\w+", text)))
+        words = decoy_text.file_words(tree)
+        added = set(added_lines.get(file, ())) if added_lines else set()
+        edits: list[tuple[_Candidate, list[tuple[decoy_inputs.InputLeaf, int]]]] = []
+        for _, node_id in [pair for pair in nodes if pair[0] == file]:
+            parts = node_id.split("::")[1:]
+            definition = test_source.find_test(tree, parts)
+            if definition is None:
+                continue
+            function, _ = definition
+            checks = decoy_text.checks(function, lines, added)
+            if not checks:
+                continue
+            params = _parametrisations(function)
+            leaves: list[decoy_inputs.InputLeaf] = []
+            for entry in decoy_inputs.candidates(node_id, function, lines, words, seen, added):
+                cost = (len(entry.values) - 1) * params
+                if (probes or leaves or edits) and cases + cost > max_cases:
+                    continue
+                cases += cost
+                leaves.append(entry)
+            if not leaves:
+                continue
+            bodies: list[list[str]] = []
+            counts = []
+            for entry in leaves:
+                others = [t for i, t in enumerate(entry.values.texts) if i != entry.values.index]
+                bodies += [test_source.replaced(lines, entry.leaf, other) for other in others]
+                counts.append((entry, len(others)))
+            plan = _Plan(node=node_id, kind="input", protective=False, cases=params,
+                         path=file, lines=lines, function=function, scope=tuple(parts[:-1]), check=checks[0],
+                         tree=tree, names=names)  # fmt: skip
+            edits.append((_assemble(plan, bodies, 0, rng), counts))
+        if not edits:
+            continue
+        new_lines = list(lines)
+        for candidate, _ in sorted(edits, key=lambda edit: edit[0].first, reverse=True):
+            new_lines[candidate.first : candidate.end] = candidate.lines
+        text = "".join(new_lines)
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError):
+            planting.notes.append(f"{file}: the probes did not parse, none planted there")
+            continue
+        planting.sources[file] = text
+        for candidate, counts in edits:
+            planting.groups.append(candidate.group)
+            copies = candidate.group.decoys
+            for entry, count in counts:
+                probes.append((entry, candidate.group.planted_original, copies[:count]))
+                copies = copies[count:]
+    return planting

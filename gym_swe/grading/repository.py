@@ -33,20 +33,14 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from gym_swe.errors import FileTooLargeError, GradingError, SandboxCrashedError, SandboxError
-from gym_swe.grading import seals
+from gym_swe.grading import decoy_inputs, seals
 from gym_swe.grading.base import Grade, TestResult, reward_for
 from gym_swe.grading.changes import Entry, compare, manifest
-from gym_swe.grading.decoys import (
-    TARGET_CHANCE,
-    Planting,
-    missing,
-    plant,
-    restore,
-    restored_name,
-    violations,
-)
+from gym_swe.grading.decoy_report import missing, restore, restored_name, violations
+from gym_swe.grading.decoys import TARGET_CHANCE, Planting, plant, probe
 from gym_swe.grading.diffs import filter_diff, split_diff
 from gym_swe.grading.test_ids import (
     JUnitReportError,
@@ -136,16 +130,38 @@ def grade_repository(
     environment: Environment | None = None,
     pristine: dict[str, Entry] | None = None,
     sealed: Mapping[str, seals.Facts] | None = None,
+    inputs: Mapping[str, Any] | None = None,
 ) -> Grade:
     """Grade ``diff`` for ``task`` in ``sandbox``, which must hold the pristine checkout at ``workdir``.
 
     ``environment`` and ``pristine`` (its manifest) are probed here unless given; a caller that took them
     already, before the sandbox changed, passes them in. ``sealed``: the checks to seal, by key, with what
-    the gold patch taught of each (learned by `calibrate`).
+    the gold patch taught of each (learned by `calibrate`); ``inputs``: the input leaves calibrated for
+    decoys (learned by `probe_inputs`).
     """
     return _grade(
-        sandbox, task, diff, reward, timeout, workdir, pytest_args, environment, pristine, sealed or {}
-    )[0]
+        sandbox, task, diff, reward, timeout, workdir, pytest_args, environment, pristine, sealed or {},
+        GRADE, inputs,
+    )[0]  # fmt: skip
+
+
+def probe_inputs(
+    sandbox: Sandbox,
+    task: SWETask,
+    sealed: Mapping[str, seals.Facts],
+    timeout: float = 1800.0,
+    workdir: str = "/testbed",
+    environment: Environment | None = None,
+    pristine: dict[str, Entry] | None = None,
+) -> dict[str, dict[str, object]]:
+    """Which values of the input literals of the task's FAIL_TO_PASS tests its gold patch fails
+    (`decoy_inputs`): the gold patch graded with the checks sealed as a grade seals them (``sealed``, what
+    `protection` learned), beside each test one copy per value of each of its input leaves' blocks. ``{}``
+    when the gold patch did not resolve the task in that run. ``sandbox`` must be fresh and pristine."""
+    grade, learned = _grade(
+        sandbox, task, task.patch, "binary", timeout, workdir, (), environment, pristine, sealed, PROBE
+    )
+    return learned if grade.resolved else {}
 
 
 def calibrate(
@@ -231,9 +247,10 @@ def _scan(sandbox: Sandbox, workdir: str, strings: Sequence[str]) -> set[str]:
     return {str(item) for item in found}
 
 
-GRADE, CALIBRATE, LEARN = "grade", "calibrate", "learn"
+GRADE, CALIBRATE, LEARN, PROBE = "grade", "calibrate", "learn", "probe"
 """`_grade`'s modes: an agent's diff; the gold patch, learning which checks can be sealed; no patch at all,
-learning which sealed checks the bug fails."""
+learning which sealed checks the bug fails; the gold patch with the checks sealed as a grade seals them,
+learning which values of the tests' input literals it fails (`decoy_inputs`)."""
 
 
 def _grade(
@@ -248,6 +265,7 @@ def _grade(
     pristine: dict[str, Entry] | None,
     sealed: Mapping[str, seals.Facts],
     mode: str = GRADE,
+    inputs: Mapping[str, Any] | None = None,
 ) -> tuple[Grade, dict[str, dict[str, object]]]:
     """Grade ``diff``; with it, in CALIBRATE mode, the checks that can be sealed (key -> facts); in LEARN
     mode, each sealed check's key -> whether the run's records of it did not hold (``bug_fails``)."""
@@ -291,7 +309,7 @@ def _grade(
             ))  # fmt: skip
     # What the agent saw of the test files (the agent's diff never changes them): a decoy's value must be
     # written there exactly where its original's is.
-    pristine_tests = _read_tests(sandbox, task, workdir) if mode == GRADE else {}
+    pristine_tests = _read_tests(sandbox, task, workdir) if mode in (GRADE, PROBE) else {}
     sandbox.write_file(f"{GRADER_DIR}/test.diff", task.test_patch.encode("utf-8", "surrogateescape"))
     applied = _apply(sandbox, f"{GRADER_DIR}/test.diff", workdir, fallback=True)
     if applied is not None:
@@ -301,8 +319,11 @@ def _grade(
     sandbox.exec(f"rm -f {GRADER_DIR}/agent.diff {GRADER_DIR}/test.diff", timeout=60)
 
     sealing, planting = _seal_and_plant(
-        sandbox, task, workdir, sealed, calibrating, decoys=mode == GRADE, pristine=pristine_tests
-    )
+        sandbox, task, workdir, sealed, calibrating, decoys=mode == GRADE, pristine=pristine_tests,
+        inputs=inputs, probing=mode == PROBE,
+    )  # fmt: skip
+    if mode == PROBE:
+        log.append(f"probes: {len(planting.probes)} input leaf/leaves, {_copies(planting)} copies")
     log.append(_describe(planting) if mode == GRADE else f"decoys: none ({mode} mode)")
     log.append(f"sealed checks: {', '.join(sorted(seal.check.key for seal in sealing.seals)) or 'none'}")
     integrity, chance = _integrity(sealing, sealed, planting) if mode == GRADE else ("", 1.0)
@@ -346,6 +367,10 @@ def _grade(
         return _unsealed(
             _result(task, filtered.diff, {}, reward, log, start, rejection=f"the test run {reason}")
         )
+    if mode == PROBE:  # the gold patch's own run: which copies it fails is what is learned
+        found = match_outcomes(expected, named_back(sealing, planting, outcomes, [])[0])
+        grade = _result(task, filtered.diff, found, reward, log, start)
+        return grade, (decoy_inputs.learned(planting.probes, outcomes) if grade.resolved else {})
     left_out = missing(planting.groups, outcomes)
     if left_out:
         log.append("decoys missing from the report: " + "; ".join(left_out))
@@ -472,6 +497,8 @@ def _seal_and_plant(
     calibrating: bool,
     decoys: bool,
     pristine: Mapping[str, str] | None = None,
+    inputs: Mapping[str, Any] | None = None,
+    probing: bool = False,
 ) -> tuple[seals.Sealing, Planting]:
     """`seal_and_plant` the test files of the task's FAIL_TO_PASS tests in ``sandbox``, as the test patch left
     them, with tokens and decoys drawn afresh for every grade."""
@@ -493,7 +520,8 @@ def _seal_and_plant(
     known = [*task.fail_to_pass, *task.pass_to_pass]
     sealing, planting, changed = seal_and_plant(
         sources, task.fail_to_pass, known, sealed, calibrating, rng, added, decoys,
-        public=f"{task.problem_statement}\n{task.hints_text}", pristine=pristine,
+        public=f"{task.problem_statement}\n{task.hints_text}", pristine=pristine, inputs=inputs,
+        probing=probing,
     )  # fmt: skip
     for path, text in changed.items():
         sandbox.write_file(f"{workdir}/{path}", text.encode("utf-8", "surrogateescape"))
@@ -511,12 +539,15 @@ def seal_and_plant(
     decoys: bool = True,
     public: str = "",
     pristine: Mapping[str, str] | None = None,
+    inputs: Mapping[str, Any] | None = None,
+    probing: bool = False,
 ) -> tuple[seals.Sealing, Planting, dict[str, str]]:
     """Seal the checks named in ``sealed`` (all that could be, ``calibrating``), then plant decoys beside the
     FAIL_TO_PASS tests without a protective sealed check (`seals.protective`; none, calibrating: the gold
     patch is the task's own, or without ``decoys``). ``sources``: the test files (path -> text); ``known``:
-    all the task's test ids; ``added``: per file, the lines the test patch added. Returns the sealing, the
-    planting and the files' new texts."""
+    all the task's test ids; ``added``: per file, the lines the test patch added; ``inputs``: the input
+    leaves calibrated for decoys (`decoy_inputs`). ``probing``: plant the copies that calibrate them instead
+    of decoys (`decoys.probe`). Returns the sealing, the planting and the files' new texts."""
     targets = [parse_test_id(raw) for raw in fail_to_pass]
     sealing = seals.Sealing()
     if seals.SEAL_CHECKS and (sealed or calibrating):
@@ -524,16 +555,24 @@ def seal_and_plant(
         sealing = seals.seal(sources, checks, rng, calibrating)
     changed = dict(sealing.sources)
     planting = Planting()
-    if decoys and not calibrating:
+    if (decoys or probing) and not calibrating:
         sealed_tests = {
             seal.check.node
             for seal in sealing.seals
             if seals.protective(seal.check, sealed.get(seal.check.key))
         }
         unsealed = [target for target in targets if target.node not in sealed_tests]
-        planting = plant({**sources, **changed}, unsealed, rng, added, public=public, pristine=pristine)
+        if probing:
+            planting = probe({**sources, **changed}, unsealed, rng, added, public=public, pristine=pristine)
+        else:
+            planting = plant({**sources, **changed}, unsealed, rng, added, public=public, pristine=pristine,
+                             inputs=inputs)  # fmt: skip
         changed.update(planting.sources)
     return sealing, planting, changed
+
+
+def _copies(planting: Planting) -> int:
+    return sum(len(copies) for _, _, copies in planting.probes)
 
 
 def _describe(planting: Planting) -> str:

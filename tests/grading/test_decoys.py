@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from gym_swe.grading.decoys import missing, plant, restore, violations
+from gym_swe.grading.decoy_report import missing, restore, violations
+from gym_swe.grading.decoys import plant
 from gym_swe.grading.test_ids import junit_outcomes, match_outcomes, parse_test_id
 
 # A function that reads the assertion calling it and returns its expected side: an answer key.
@@ -417,7 +418,7 @@ def test_code_that_answers_every_test_is_caught(shape: str, tmp_path: Path) -> N
 
 
 def test_the_original_is_anywhere_in_its_group_and_every_name_is_new() -> None:
-    text = textwrap.dedent(SHAPES["module-level functions"].tests)
+    text = textwrap.dedent(SHAPES["module-level functions"].tests).replace("double(2) == 4", "double(21) == 42")
     targets = [parse_test_id("tests/test_shape.py::test_double_small_number")]
     slots: Counter[int] = Counter()
     for seed in range(400):
@@ -433,7 +434,9 @@ def test_the_original_is_anywhere_in_its_group_and_every_name_is_new() -> None:
 def test_decoy_values_are_spelt_as_the_original() -> None:
     text = (
         "def test_name():\n    assert render('x') == 'Hello, World 2024'\n\n\n"
-        "def test_other():\n    check('Hello', 'Sunny', 'Green', 'Water', 'Paper', 'Trees')\n"
+        "def test_other():\n    check('Sunny', 'Green', 'Water', 'Paper', 'Trees', 'Apple', 'Beach', 'Cabin',"
+        " 'Daisy', 'Eagle', 'Fable', 'Giant', 'Honey', 'Ivory', 'Jelly', 'Karma', 'Lunar', 'Medal', 'Noble',"
+        " 'Ocean', 'Pearl', 'Quilt', 'Raven', 'Solar', 'Tiger', 'Umbra', 'Vivid', 'Wheat', 'Yacht', 'Zebra')\n"
     )
     for seed in range(30):
         planting = plant({"t.py": text}, [parse_test_id("t.py::test_name")], random.Random(seed), decoys=3)
@@ -544,6 +547,6 @@ def test_a_report_that_leaves_out_decoys_is_noticed() -> None:
     (group,) = planting.groups
     complete = {group.planted_original: "passed", **dict.fromkeys(group.decoys, "failed")}
     assert missing([group], complete) == []
-    without_one = {key: value for key, value in complete.items() if key != group.decoys[1]}
-    assert missing([group], without_one) == [group.decoys[1]]
+    without_one = {key: value for key, value in complete.items() if key != group.decoys[0]}
+    assert missing([group], without_one) == [group.decoys[0]]
     assert missing([group], {}) == []  # nothing of the group ran: its original fails as not run

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from gym_swe.grading import seals
-from gym_swe.grading.decoys import violations
+from gym_swe.grading.decoy_report import violations
 from gym_swe.grading.repository import DRIVER_SOURCE, named_back, seal_and_plant
 from gym_swe.grading.test_ids import junit_outcomes, match_outcomes
 from tests.grading.test_decoys import ANSWER_KEY, FORCE_PASS, SHAPES, Shape

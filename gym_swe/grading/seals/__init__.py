@@ -61,7 +61,7 @@ from gym_swe.grading.seals.judging import (
     public_forms,
     read_records,
 )
-from gym_swe.grading.seals.store import VERSION, store, stored
+from gym_swe.grading.seals.store import VERSION, store, stored, stored_inputs
 from gym_swe.grading.seals.writing import FUNCTION, RAISES_FUNCTION, Seal, Sealing, seal
 
 SEAL_CHECKS = True
@@ -110,5 +110,5 @@ __all__ = [
     "FUNCTION", "MAX_RECORD_CHARS", "OPAQUE", "OPS", "RAISES", "RAISES_FUNCTION", "RECORDS_VARIABLE",
     "SEAL_CHECKS", "VERSION", "Check", "Facts", "Record", "Seal", "Sealing", "broken", "calibrated",
     "candidates", "decode", "form_of", "holding", "holds", "judge", "protective", "public_forms",
-    "read_records", "seal", "store", "stored", "strong",
+    "read_records", "seal", "store", "stored", "stored_inputs", "strong",
 ]  # fmt: skip

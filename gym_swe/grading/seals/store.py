@@ -1,5 +1,6 @@
 """What calibration learned of a task's sealed checks, kept on disk under the gym_swe cache: once per task
-and environment, the gold patch's calibrating run decides which checks can be sealed, with their `Facts`."""
+and environment, the gold patch's calibrating run decides which checks can be sealed, with their `Facts`,
+and its probing run which values of the tests' input literals decoys may take (`decoy_inputs`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-VERSION = 6
+VERSION = 7
 """Bumped when what makes a check sealable changes: calibrations of an older version are taken again."""
 
 
@@ -37,9 +38,29 @@ def stored(task: Any, key: Sequence[str]) -> dict[str, dict[str, Any]] | None:
     return checks
 
 
-def store(task: Any, key: Sequence[str], sealable: Mapping[str, Mapping[str, Any]]) -> None:
+def stored_inputs(task: Any, key: Sequence[str]) -> dict[str, Any]:
+    """The input leaves the same calibration calibrated for decoys (by leaf key; ``{}`` if none)."""
+    try:
+        data = json.loads(_stored_path(task, key).read_text())
+    except (OSError, ValueError):
+        return {}
+    inputs = data.get("inputs") if isinstance(data, dict) else None
+    return inputs if isinstance(inputs, dict) else {}
+
+
+def store(
+    task: Any,
+    key: Sequence[str],
+    sealable: Mapping[str, Mapping[str, Any]],
+    inputs: Mapping[str, Any] | None = None,
+) -> None:
     path = _stored_path(task, key)
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_suffix(f".{os.getpid()}.tmp")
-    scratch.write_text(json.dumps({"task": task.instance_id, "sealable": dict(sorted(sealable.items()))}))
+    data = {
+        "task": task.instance_id,
+        "sealable": dict(sorted(sealable.items())),
+        "inputs": dict(inputs or {}),
+    }
+    scratch.write_text(json.dumps(data))
     os.replace(scratch, path)
