@@ -32,6 +32,7 @@ __all__ = [
     "TestId",
     "files_to_run",
     "is_log_fragment",
+    "junit_node_id",
     "junit_outcomes",
     "match_outcomes",
     "normalise",
@@ -71,6 +72,10 @@ def _module_file(dotted: list[str]) -> str:
 
 
 def _case_node_id(case: ElementTree.Element) -> str | None:
+    return junit_node_id(case.get("name"), case.get("classname"), case.get("file"))
+
+
+def junit_node_id(name: str | None, classname: str | None, file: str | None) -> str | None:
     """Rebuild ``file::Class::name`` from an xunit1 ``<testcase>``.
 
     pytest writes ``classname`` as the node id's path with "/" turned into "." and ".py" dropped, then the
@@ -81,11 +86,10 @@ def _case_node_id(case: ElementTree.Element) -> str | None:
     the trailing parts of ``classname`` that start with a capital letter. A collection error has an empty
     ``classname`` and the module as ``name``; it is keyed by the file alone.
     """
-    name = case.get("name")
     if not name:
         return None
-    file = (case.get("file") or "").replace("\\", "/")
-    classname = case.get("classname") or ""
+    file = (file or "").replace("\\", "/")
+    classname = classname or ""
     parts = [part for part in classname.split(".") if part and part != "()"]
     if not parts:  # the file itself: a collection error or a module-level skip
         if file.endswith(".py"):
