@@ -249,20 +249,24 @@ def xml_escaped(found):
     return "#x%02X" % number if number <= 0xFF else "#x%04X" % number
 
 
+def mangle_address(address):
+    """A node id as the JUnit report's names (pytest's own ``mangle_test_address``, as of pytest 8)."""
+    path, bracket, params = address.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return names
+
+
 def junit_names(report):
     """(classname, name, file) of ``report`` as pytest's JUnit XML report writes them for xunit1."""
     try:
-        from _pytest.junitxml import mangle_test_address
-    except ImportError:  # pytest's own, as of 8
+        from _pytest import junitxml
 
-        def mangle_test_address(address):
-            path, bracket, params = address.partition("[")
-            names = path.split("::")
-            names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
-            names[-1] += bracket + params
-            return names
-
-    names = mangle_test_address(report.nodeid)
+        mangle = getattr(junitxml, "mangle_test_address", mangle_address)
+    except ImportError:
+        mangle = mangle_address
+    names = mangle(report.nodeid)
     name = ILLEGAL_XML.sub(xml_escaped, names[-1])
     location = getattr(report, "location", None) or (None,)
     return ".".join(names[:-1]), name, location[0]

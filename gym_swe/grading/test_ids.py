@@ -1,8 +1,10 @@
 """Dataset test ids (SWE-bench / SWE-Gym ``FAIL_TO_PASS`` / ``PASS_TO_PASS``) against what pytest reports.
 
-Our grader runs pytest itself and reads the per-test outcomes from a JUnit XML report (``--junitxml`` with
-``-o junit_family=xunit1``). This module reads that report (`junit_outcomes`) and finds each dataset id's
-outcome in it (`match_outcomes`), despite the ids' real-world quirks: ids cut at the first space, path
+Our grader runs pytest itself and takes the per-test outcomes from the stream the run writes as each test ends
+(`gym_swe.grading.outcome_stream`), keyed as pytest's JUnit XML report (``--junitxml`` with ``-o
+junit_family=xunit1``) keys them (`junit_node_id`); the report itself is read as a cross-check. This module
+reads that report (`junit_outcomes`) and finds each dataset id's outcome among the outcomes
+(`match_outcomes`), despite the ids' real-world quirks: ids cut at the first space, path
 parameters reduced to a file name, escapes, ids pytest cannot run. What an id is, and those quirks, are
 described where ids are parsed, in `gym_swe.tasks.test_ids` (a task's ids are part of the task); its names
 are importable from here too.

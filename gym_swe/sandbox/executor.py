@@ -486,12 +486,11 @@ class Executor(object):
         return reply
 
     def spawn(self, command, cwd, env, records_write=None):
-        options = {}
-        if records_write is not None:
-            # The pipe's write end becomes the command's RECORDS_FD. The executor's own descriptor 3 stays
-            # where it is (pass_fds keeps that number open in the child, where the dup2 replaced it).
-            options["pass_fds"] = (RECORDS_FD,)
-            options["preexec_fn"] = lambda: os.dup2(records_write, RECORDS_FD)
+        # With records, the pipe's write end becomes the command's RECORDS_FD. The executor's own descriptor 3
+        # stays where it is: pass_fds keeps that number open in the child, where the dup2 replaced it.
+        asked = records_write is not None
+        pass_fds = (RECORDS_FD,) if asked else ()
+        preexec = (lambda: os.dup2(records_write, RECORDS_FD)) if asked else None
         process = subprocess.Popen(
             [self.shell, "-c", command],
             stdin=subprocess.DEVNULL,
@@ -500,7 +499,8 @@ class Executor(object):
             cwd=cwd,
             env=env,
             start_new_session=True,  # its own process group, so a timeout kills every child
-            **options,
+            pass_fds=pass_fds,
+            preexec_fn=preexec,
         )
         self.groups.add(process.pid)
         return process
