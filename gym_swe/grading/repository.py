@@ -335,8 +335,11 @@ def _grade(
                f"{', timed out' if run.timed_out else ''}]\n{run.output[-30_000:]}")  # fmt: skip
     if run.records is None:
         raise GradingError(f"the {type(sandbox).__name__} gave the test run no record stream")
+    stream = run.records
+    if run.timed_out or run.interrupted:  # killed, maybe in the middle of a line: that line never ended
+        stream = stream[: stream.rfind(b"\n") + 1]
     try:
-        streamed = read_stream(run.records, run.records_cut)
+        streamed = read_stream(stream, run.records_cut)
     except StreamError as error:
         log.append(f"record stream: {error}")
         return _unsealed(_result(
