@@ -262,3 +262,124 @@ def test_the_junit_report_must_name_the_streamed_tests_outcomes_and_order(
 ) -> None:
     found = cross_check(read_stream(GOOD), reported)
     assert found == reason if reason is None else reason in (found or ""), found
+
+
+# -- the driver against pytest's own report: the stream and the JUnit report agree on every shape of test ----------
+AGREEING_SUITE = {
+    "tests/__init__.py": "",
+    "tests/base.py": """
+import pytest
+
+
+class Inherited:
+    def test_inherited(self):
+        assert True
+""",
+    "tests/test_shapes.py": """
+import sys
+import pytest
+from tests.base import Inherited
+
+
+class TestChild(Inherited):
+    def test_own(self):
+        assert False
+
+
+class TestNested:
+    class TestInner:
+        def test_deep(self):
+            pass
+
+
+@pytest.mark.parametrize("value", ["a b", "x::y", "[z]", "\\u00e9", "\\x01"])
+def test_params(value):
+    assert value != "x::y"
+
+
+@pytest.fixture
+def broken_teardown():
+    yield
+    raise RuntimeError("teardown")
+
+
+def test_fails_then_teardown_errors(broken_teardown):
+    assert False
+
+
+def test_passes_then_teardown_errors(broken_teardown):
+    pass
+
+
+@pytest.fixture
+def broken_setup():
+    raise RuntimeError("setup")
+
+
+def test_setup_errors(broken_setup):
+    pass
+
+
+def test_skipped():
+    pytest.skip("no")
+
+
+@pytest.mark.xfail
+def test_xfail():
+    assert False
+
+
+@pytest.mark.xfail
+def test_xpass():
+    pass
+
+
+@pytest.mark.xfail(strict=True)
+def test_xpass_strict():
+    pass
+""",
+    "tests/test_broken.py": "import nowhere_to_be_found\n\ndef test_never():\n    pass\n",
+    "tests/test_module_skip.py": "import pytest\npytest.skip('all of it', allow_module_level=True)\n",
+}
+
+
+def test_the_stream_and_the_junit_report_agree_on_every_shape_of_test(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The false reject to avoid: an honest run whose JUnit report the cross-check would refuse. Classes (nested,
+    inherited from another file), parameters with spaces, "::", brackets and characters XML cannot hold,
+    failures in setup and teardown, skips, xfail/xpass, a file that does not import, a module skipped whole."""
+    import sys
+
+    streamed, reported = agreeing_run(tmp_path, sys.executable)
+    assert streamed.finished and streamed.tests == streamed.written
+    assert cross_check(streamed, reported) is None, (streamed.outcomes, reported)
+    assert streamed.outcomes["tests/test_shapes.py::TestChild::test_own"] == "failed"
+    assert streamed.outcomes["tests/test_shapes.py::test_fails_then_teardown_errors"] == "error"
+    assert streamed.outcomes["tests/test_shapes.py::test_xpass_strict"] == "failed"
+    assert streamed.outcomes["tests/test_broken.py"] == "error"
+    assert streamed.outcomes["tests/test_module_skip.py"] == "skipped"
+    assert len(streamed.outcomes) == 17
+
+
+def agreeing_run(tmp_path, python: str) -> tuple[Streamed, dict[str, str]]:  # type: ignore[no-untyped-def]
+    """`AGREEING_SUITE` run through the driver with ``python`` (and its pytest): what it streamed, what its
+    JUnit report says."""
+    import subprocess
+
+    from gym_swe.grading.outcome_stream import RECORDS_FD_VARIABLE
+    from gym_swe.grading.repository import DRIVER_SOURCE
+    from gym_swe.grading.test_ids import junit_outcomes
+
+    for path, text in AGREEING_SUITE.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    (tmp_path / "driver.py").write_bytes(DRIVER_SOURCE)
+    with open(tmp_path / "stream.jsonl", "wb") as stream:
+        subprocess.run(
+            [python, str(tmp_path / "driver.py"), "run", str(tmp_path), "", "--", "-p", "no:cacheprovider",
+             "-o", "junit_family=xunit1", f"--junitxml={tmp_path}/report.xml", "-c", "/dev/null",
+             f"--rootdir={tmp_path}", "--continue-on-collection-errors", "tests"],
+            cwd=tmp_path, capture_output=True, timeout=300, pass_fds=(stream.fileno(),),
+            env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", RECORDS_FD_VARIABLE: str(stream.fileno())},
+        )  # fmt: skip
+    streamed = read_stream((tmp_path / "stream.jsonl").read_bytes())
+    return streamed, junit_outcomes((tmp_path / "report.xml").read_bytes())
