@@ -97,6 +97,7 @@ class BoundedSandbox:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         max_output: int | None = None,
+        records: int | None = None,
     ) -> ExecResult:
         left = self._clock.left()
         if left <= 0:  # spent, or stopped: nothing more runs in this step
@@ -104,7 +105,9 @@ class BoundedSandbox:
             return ExecResult(exit_code=-1, stdout="", stderr="", interrupted=True)
         asked = math.inf if timeout is None else timeout
         clipped = min(asked, left)
-        result = self._sandbox.exec(command, timeout=clipped, cwd=cwd, env=env, max_output=max_output)
+        result = self._sandbox.exec(
+            command, timeout=clipped, cwd=cwd, env=env, max_output=max_output, records=records
+        )
         if result.timed_out and clipped < asked:
             self._clock.cut_command = True
             return dataclasses.replace(result, timed_out=False, interrupted=True)

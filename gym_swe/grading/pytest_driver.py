@@ -24,6 +24,14 @@ file and rootdir the probe found (``-c``, ``--rootdir``), so no file the workspa
 
 A repository that *is* pytest (its editable install is the only pytest there is) is ``self-hosted``: the probe
 says so, and ``run`` imports pytest from the workspace's editable directories, as a plain run would.
+
+Where the grader names a records descriptor (``GYM_SWE_RECORDS_FD``: the pipe the sandbox's executor reads,
+out of the run's reach), ``run`` streams what the grader reads through it, one JSON line each, as it
+happens: a ``test`` line as each test ends (its node id, the names the JUnit report gives it, its final
+outcome as that report would give it), a ``seal`` line for each record of a sealed check (`install_recorder`),
+and at the end of the session an ``end`` line with the number of test lines. Every line carries ``seq``, its
+place in the stream. The code under test runs in this process and could rewrite any file when it exits;
+what already went down the pipe it cannot take back (`gym_swe.grading.outcome_stream` reads the stream).
 """
 
 import json
@@ -183,8 +191,146 @@ def installed_into(workdir):
     return kept
 
 
-SEAL_RECORDS = "GYM_SWE_SEALS"  # where the recorder writes, named by the grader
+RECORDS_FD = "GYM_SWE_RECORDS_FD"  # the descriptor the stream goes to, named by the grader
 MAX_DEPTH, MAX_ITEMS, MAX_RECORD_CHARS = 60, 1000000, 8 * 1024 * 1024
+# Where the stream's descriptor is moved to first thing, so that code closing descriptor 3 (and opening a file
+# that takes its number) cannot redirect the stream: the lowest free descriptor at or above the first of these
+# that the process may have.
+HIGH_FDS = (512, 128, 10)
+
+
+def keep_stream_fd(fd):
+    """Move the stream's descriptor ``fd`` out of the way (above `HIGH_FDS`), not inherited by the commands
+    the tests start; the number it now has."""
+    import fcntl
+
+    for lowest in HIGH_FDS:
+        try:
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD, lowest)
+        except OSError:
+            continue
+        os.set_inheritable(high, False)
+        os.close(fd)
+        return high
+    os.set_inheritable(fd, False)
+    return fd
+
+
+class Stream(object):
+    """Lines to the records descriptor, each with its ``seq``. A write that fails is lost: the grader then
+    has no line for that test, which fails."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.seq = 0
+        self.tests = 0
+
+    def write(self, kind, fields):
+        line = dict(fields)
+        line["kind"], line["seq"] = kind, self.seq
+        self.seq += 1
+        if kind == "test":
+            self.tests += 1
+        view = memoryview((json.dumps(line) + "\n").encode("utf-8", "surrogatepass"))
+        try:
+            while len(view):
+                view = view[os.write(self.fd, view) :]
+        except OSError:
+            pass
+
+
+# What pytest's JUnit report (_pytest.junitxml, pytest >= 6) writes as #xNN in a test's name: its pattern
+# meant to keep characters above U+FFFF too, but reads as this one.
+ILLEGAL_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd]")
+
+
+def xml_escaped(found):
+    number = ord(found.group())
+    return "#x%02X" % number if number <= 0xFF else "#x%04X" % number
+
+
+def mangle_address(address):
+    """A node id as the JUnit report's names (pytest's own ``mangle_test_address``, as of pytest 8)."""
+    path, bracket, params = address.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return names
+
+
+def junit_names(report):
+    """(classname, name, file) of ``report`` as pytest's JUnit XML report writes them for xunit1."""
+    try:
+        from _pytest import junitxml
+
+        mangle = getattr(junitxml, "mangle_test_address", mangle_address)
+    except ImportError:
+        mangle = mangle_address
+    names = mangle(report.nodeid)
+    name = ILLEGAL_XML.sub(xml_escaped, names[-1])
+    location = getattr(report, "location", None) or (None,)
+    return ".".join(names[:-1]), name, location[0]
+
+
+def outcome_of(reports):
+    """A test's outcome as its JUnit report gives it, from the reports of its phases: "error" where setup or
+    teardown failed, "failed" where the call did (a strict XPASS too), "skipped" (an xfail too), else
+    "passed". Reports of other outcomes (a rerun's) count for nothing, as there."""
+    failed = [report.when for report in reports if report.outcome == "failed"]
+    if any(when != "call" for when in failed):
+        return "error"
+    if failed:
+        return "failed"
+    if any(report.outcome == "skipped" for report in reports):
+        return "skipped"
+    return "passed"
+
+
+def outcome_streamer(stream):
+    """The plugin that writes a ``test`` line as each test ends (after its teardown: ``logfinish`` where
+    pytest has it, the teardown report before pytest 3.4), one for each collector that failed or was skipped
+    (what the JUnit report keys by file), and the ``end`` line when the session finishes."""
+    import pytest
+
+    try:
+        from _pytest import hookspec
+
+        finishes = hasattr(hookspec, "pytest_runtest_logfinish")
+    except ImportError:
+        finishes = False
+
+    class OutcomeStreamer(object):
+        def __init__(self):
+            self.phases = {}
+
+        def emit(self, report, outcome):
+            classname, name, file = junit_names(report)
+            fields = {"nodeid": report.nodeid, "classname": classname, "name": name, "file": file}
+            fields["outcome"] = outcome
+            stream.write("test", fields)
+
+        def pytest_collectreport(self, report):
+            if report.outcome in ("failed", "skipped"):
+                self.emit(report, "error" if report.outcome == "failed" else "skipped")
+
+        def pytest_runtest_logreport(self, report):
+            self.phases.setdefault(report.nodeid, []).append(report)
+            if report.when == "teardown" and not finishes:
+                self.finish(report.nodeid)
+
+        @pytest.hookimpl(optionalhook=True)
+        def pytest_runtest_logfinish(self, nodeid, location):
+            self.finish(nodeid)
+
+        def finish(self, nodeid):
+            reports = self.phases.pop(nodeid, [])
+            if reports:
+                self.emit(reports[-1], outcome_of(reports))
+
+        def pytest_sessionfinish(self, session):
+            stream.write("end", {"tests": stream.tests})
+
+    return OutcomeStreamer()
 
 
 class NotPlain(Exception):
@@ -244,27 +390,22 @@ def plain(value, depth=0, budget=None):
     raise NotPlain(type(value).__name__)
 
 
-def install_recorder(path):
+def install_recorder(stream):
     """``_gym_seal(token, actual[, expected, op])`` and ``_gym_raises(token, catch_all[, expected, pattern])``
     in builtins: what the sealed checks of the test files call. ``_gym_seal`` records ``actual`` as plain data
     for the grader to hold against the expectation, which the run never has; ``_gym_raises`` wraps the test's
     own ``raises(BaseException)`` (or ``assertRaises``) and records what its block raised: the ancestry of its
     class (module and qualified name of each, read through ``type``'s own descriptors, which no class can
     change) and its message. With the expectation given (the gold patch's calibrating run) each also holds
-    the check here, with Python's and pytest's own semantics, and fails the test as the check would."""
+    the check here, with Python's and pytest's own semantics, and fails the test as the check would. Each
+    record is a ``seal`` line of ``stream``."""
     import builtins
 
     def write(record):
-        line = json.dumps(record)
-        if len(line) > MAX_RECORD_CHARS:
+        if len(json.dumps(record)) > MAX_RECORD_CHARS:
             record.pop("value", None)
             record["plain"] = False
-            line = json.dumps(record)
-        descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(descriptor, (line + "\n").encode("utf-8"))
-        finally:
-            os.close(descriptor)
+        stream.write("seal", record)
 
     def seal(token, actual, expected=None, op=None):
         record = {"token": token, "case": os.environ.get("PYTEST_CURRENT_TEST", "")}
@@ -385,6 +526,10 @@ def held(op, actual, expected):
 
 
 def run(workdir, plugins, self_hosted, args):
+    # First thing, before any module of the workspace's can run: the stream's descriptor out of the way.
+    stream = None
+    if os.environ.get(RECORDS_FD):
+        stream = Stream(keep_stream_fd(int(os.environ.pop(RECORDS_FD))))
     # Read before sys.path changes; these come from the prepared venv's .pth files, which the agent cannot
     # change (the venv is read-only): only the modules they lead to are the workspace's.
     startup = list(sys.path)
@@ -408,12 +553,14 @@ def run(workdir, plugins, self_hosted, args):
             continue
         before = [kept for kept in startup[: startup.index(entry)] if kept in sys.path]
         sys.path.insert(sys.path.index(before[-1]) + 1 if before else 1, entry)
-    if os.environ.get(SEAL_RECORDS):
-        install_recorder(os.environ[SEAL_RECORDS])
+    registered = [sys.modules[name] for name in plugins if name in sys.modules]
+    if stream is not None:
+        install_recorder(stream)
+        registered.append(outcome_streamer(stream))
     # The plugins go in as the modules imported above, not as -p names: pytest would mark a -p module for
     # assertion rewriting and warn that it is already imported, an error under filterwarnings=error
     # (pylint's configuration).
-    return pytest.main(list(args), plugins=[sys.modules[name] for name in plugins if name in sys.modules])
+    return pytest.main(list(args), plugins=registered)
 
 
 MAX_SCANNED_BYTES = 4 * 1024 * 1024

@@ -12,9 +12,14 @@
    environment before the workspace is on ``sys.path``, plugin autoloading off, the configuration file and
    rootdir the probe found on the pristine tree named explicitly (nothing the workspace adds is read as
    configuration), a fresh TMPDIR and a timeout.
-4. Outcomes are read per test from pytest's JUnit XML report (never from stdout) and matched back to the
-   dataset's ids with their quirks (`test_ids`). A decoy that passed where its original passed means the code
-   under test answered the test calling it, or rewrote the outcomes: the submission is rejected.
+4. Outcomes are read per test from the stream the driver wrote as each test ended (never from stdout, nor
+   from a file the run could rewrite when it exits): a pipe the grading sandbox's executor read as the run
+   went (`outcome_stream`), with the sealed checks' records. A stream the driver alone did not write (a line
+   after its end, a second record for a test, a malformed line, a stream past its bound), a run that did not
+   reach its end, or a JUnit XML report (still read, as a cross-check) whose tests, outcomes or order are not
+   the streamed ones: the submission is rejected. Outcomes are matched back to the dataset's ids with their
+   quirks (`test_ids`). A decoy that passed where its original passed means the code under test answered the
+   test calling it, or changed the outcomes: the submission is rejected.
 5. Resolved when every FAIL_TO_PASS and PASS_TO_PASS test passed; a test that did not run fails, and skipped
    is not passed.
 
@@ -42,6 +47,14 @@ from gym_swe.grading.changes import Entry, compare, manifest
 from gym_swe.grading.decoy_report import missing, restore, restored_name, violations
 from gym_swe.grading.decoys import TARGET_CHANCE, Planting, plant, probe
 from gym_swe.grading.diffs import filter_diff, split_diff
+from gym_swe.grading.outcome_stream import (
+    MAX_STREAM_BYTES,
+    RECORDS_FD,
+    RECORDS_FD_VARIABLE,
+    StreamError,
+    cross_check,
+    read_stream,
+)
 from gym_swe.grading.test_ids import (
     JUnitReportError,
     files_to_run,
@@ -57,7 +70,6 @@ GRADER_DIR = "/tmp/gym_swe_grader"
 DRIVER_SOURCE = Path(__file__).with_name("pytest_driver.py").read_bytes()
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 MAX_TEST_FILE_BYTES = 8 * 1024 * 1024
-SEAL_RECORDS = f"{GRADER_DIR}/seals.jsonl"
 NO_CONFIG = "/dev/null"
 """What pytest is given as its configuration file where the pristine tree has none (pytest reads nothing)."""
 
@@ -352,13 +364,27 @@ def _grade(
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             "PYTEST_ADDOPTS": "",
             "PYTEST_PLUGINS": "",
-            seals.RECORDS_VARIABLE: SEAL_RECORDS,
+            RECORDS_FD_VARIABLE: str(RECORDS_FD),
         },
+        records=MAX_STREAM_BYTES,
     )
     log.append(f"$ pytest {' '.join(pytest_options)}\n[exit {run.exit_code}"
                f"{', timed out' if run.timed_out else ''}]\n{run.output[-30_000:]}")  # fmt: skip
+    if run.records is None:
+        raise GradingError(f"the {type(sandbox).__name__} gave the test run no record stream")
+    stream = run.records
+    if run.timed_out or run.interrupted:  # killed, maybe in the middle of a line: that line never ended
+        stream = stream[: stream.rfind(b"\n") + 1]
     try:
-        outcomes = junit_outcomes(_read_report(sandbox, report))
+        streamed = read_stream(stream, run.records_cut)
+    except StreamError as error:
+        log.append(f"record stream: {error}")
+        return _unsealed(_result(
+            task, filtered.diff, {}, reward, log, start,
+            rejection=f"the test run cannot be trusted: {error}, so it was not written by the runner alone",
+        ))  # fmt: skip
+    try:
+        reported = junit_outcomes(_read_report(sandbox, report))
     except (OSError, FileTooLargeError, JUnitReportError) as error:
         if run.timed_out:
             reason = "timed out"
@@ -367,6 +393,23 @@ def _grade(
         return _unsealed(
             _result(task, filtered.diff, {}, reward, log, start, rejection=f"the test run {reason}")
         )
+    log.append(f"record stream: {streamed.tests} test(s), {len(streamed.records)} sealed record(s)"
+               f"{'' if streamed.finished else ', no end line'}")  # fmt: skip
+    if not streamed.finished:
+        return _unsealed(_result(
+            task, filtered.diff, {}, reward, log, start,
+            rejection="the test run did not finish: its record stream has no end line (the session never "
+            "ended, or the run cut the stream), yet it left a report",
+        ))  # fmt: skip
+    differs = cross_check(streamed, reported)
+    if differs is not None:
+        log.append(f"JUnit report against the record stream: {differs}")
+        return _unsealed(_result(
+            task, filtered.diff, {}, reward, log, start,
+            rejection=f"the test run cannot be trusted: {differs}; a report whose tests ended in an order or "
+            "number the host did not see was not written by pytest alone",
+        ))  # fmt: skip
+    outcomes = streamed.outcomes
     if mode == PROBE:  # the gold patch's own run: which copies it fails is what is learned
         found = match_outcomes(expected, named_back(sealing, planting, outcomes, [])[0])
         grade = _result(task, filtered.diff, found, reward, log, start)
@@ -388,9 +431,7 @@ def _grade(
             "task's tests with an expectation no correct code meets) passed where its original passed, so "
             "the code under test answered the test calling it, or changed how outcomes are reported",
         ))  # fmt: skip
-    outcomes, records = named_back(
-        sealing, planting, outcomes, _seal_records(sandbox) if sealing.seals else []
-    )
+    outcomes, records = named_back(sealing, planting, outcomes, streamed.records if sealing.seals else [])
     # Calibrating, the checks held in the process (the gold patch is the task's own): the records only say
     # which of them can be sealed. Otherwise a case passes only where its sealed checks held outside.
     matched: dict[str, list[str]] = {}
@@ -480,13 +521,6 @@ def _read_tests(sandbox: Sandbox, task: SWETask, workdir: str) -> dict[str, str]
             data = b""
         found[path] = data.decode("utf-8", errors="surrogateescape")
     return found
-
-
-def _seal_records(sandbox: Sandbox) -> list[seals.Record]:
-    try:
-        return seals.read_records(_read_report(sandbox, SEAL_RECORDS))
-    except (OSError, FileTooLargeError):
-        return []  # every sealed check of a passed case then fails: nothing readable was recorded
 
 
 def _seal_and_plant(

@@ -1,8 +1,10 @@
 """Dataset test ids (SWE-bench / SWE-Gym ``FAIL_TO_PASS`` / ``PASS_TO_PASS``) against what pytest reports.
 
-Our grader runs pytest itself and reads the per-test outcomes from a JUnit XML report (``--junitxml`` with
-``-o junit_family=xunit1``). This module reads that report (`junit_outcomes`) and finds each dataset id's
-outcome in it (`match_outcomes`), despite the ids' real-world quirks: ids cut at the first space, path
+Our grader runs pytest itself and takes the per-test outcomes from the stream the run writes as each test ends
+(`gym_swe.grading.outcome_stream`), keyed as pytest's JUnit XML report (``--junitxml`` with ``-o
+junit_family=xunit1``) keys them (`junit_node_id`); the report itself is read as a cross-check. This module
+reads that report (`junit_outcomes`) and finds each dataset id's outcome among the outcomes
+(`match_outcomes`), despite the ids' real-world quirks: ids cut at the first space, path
 parameters reduced to a file name, escapes, ids pytest cannot run. What an id is, and those quirks, are
 described where ids are parsed, in `gym_swe.tasks.test_ids` (a task's ids are part of the task); its names
 are importable from here too.
@@ -32,6 +34,7 @@ __all__ = [
     "TestId",
     "files_to_run",
     "is_log_fragment",
+    "junit_node_id",
     "junit_outcomes",
     "match_outcomes",
     "normalise",
@@ -71,6 +74,10 @@ def _module_file(dotted: list[str]) -> str:
 
 
 def _case_node_id(case: ElementTree.Element) -> str | None:
+    return junit_node_id(case.get("name"), case.get("classname"), case.get("file"))
+
+
+def junit_node_id(name: str | None, classname: str | None, file: str | None) -> str | None:
     """Rebuild ``file::Class::name`` from an xunit1 ``<testcase>``.
 
     pytest writes ``classname`` as the node id's path with "/" turned into "." and ".py" dropped, then the
@@ -81,11 +88,10 @@ def _case_node_id(case: ElementTree.Element) -> str | None:
     the trailing parts of ``classname`` that start with a capital letter. A collection error has an empty
     ``classname`` and the module as ``name``; it is keyed by the file alone.
     """
-    name = case.get("name")
     if not name:
         return None
-    file = (case.get("file") or "").replace("\\", "/")
-    classname = case.get("classname") or ""
+    file = (file or "").replace("\\", "/")
+    classname = classname or ""
     parts = [part for part in classname.split(".") if part and part != "()"]
     if not parts:  # the file itself: a collection error or a module-level skip
         if file.endswith(".py"):

@@ -105,6 +105,11 @@ class ExecResult:
     interrupted: bool = False
     """The command was stopped from outside: by `Sandbox.interrupt` (SIGINT, then SIGKILL after a grace
     period), or, inside an env's step, by the step's time bound (`gym_swe.envs.step_bound`)."""
+    records: bytes | None = None
+    """What the command wrote to its records pipe (file descriptor 3), in the order it came, when ``exec``
+    was asked for ``records``; None when it was not. At most the bound asked for: see ``records_cut``."""
+    records_cut: int = 0
+    """Bytes the command wrote to its records pipe past the bound (read and dropped: the stream is broken)."""
 
     @property
     def ok(self) -> bool:
@@ -143,10 +148,16 @@ class Sandbox(Protocol):
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         max_output: int | None = None,
+        records: int | None = None,
     ) -> ExecResult:
         """Run ``command`` with bash inside the sandbox. A timeout kills the command's whole process group.
         Output beyond ``max_output`` bytes per stream (default ``Limits.output_bytes``) is cut in the middle.
-        A command that cannot be started (a NUL byte in it) is a failed `ExecResult` (exit code 127)."""
+        A command that cannot be started (a NUL byte in it) is a failed `ExecResult` (exit code 127).
+
+        ``records`` (a byte bound): the command also gets a pipe as file descriptor 3, which the sandbox's
+        executor (out of the command's reach) reads as the command runs; `ExecResult.records` holds its first
+        ``records`` bytes, in the order they came, and ``records_cut`` how many more came. What the command
+        wrote there cannot be taken back: the grader streams each test's outcome through it."""
         ...
 
     def kill_processes(self) -> int:

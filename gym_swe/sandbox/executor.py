@@ -11,10 +11,16 @@ reply echoes the ``id`` and carries ``ok`` and, when ``ok`` is false, ``error`` 
 exception class name). The host checks every reply against its schema (see protocol.py).
 
   hello (sent first, unasked)      -> {pid, python, protected}
-  exec {cmd, timeout, cwd, env, max_output}
+  exec {cmd, timeout, cwd, env, max_output, records?}
                                    -> {exit_code, timed_out, interrupted, duration, stdout_size, stdout_head,
                                        stdout_cut, stderr_size, stderr_head, stderr_cut}; payload: kept
                                        stdout + stderr. SIGUSR1 to the executor interrupts the command.
+                                       With ``records`` (a byte bound), the command also gets a pipe as
+                                       file descriptor 3, read beside stdout and stderr: the reply adds
+                                       {records_size, records_cut} and the payload ends with the first
+                                       ``records`` bytes that came through it (``records_cut``: how many
+                                       more came, read and dropped). What arrived is kept in the order it
+                                       came, and nothing the command does later takes it back.
   read {path, max_bytes}           -> payload: the file's bytes (FileTooLargeError past max_bytes)
   write {path, mode?} + payload    -> {}
   put_tar {dest} + payload         -> {} (a tar archive extracted under dest)
@@ -58,6 +64,9 @@ INTERRUPT_GRACE = 1.0
 DRAIN_SECONDS = 0.05
 READ_CHUNK = 65536
 PR_SET_DUMPABLE = 4
+RECORDS_FD = 3
+"""The descriptor a command that asked for ``records`` writes them to. The executor keeps its own descriptor
+3 open (`reserve_records_fd`), so that none of the pipes it makes for a command lands there."""
 
 
 class FileTooLargeError(Exception):
@@ -92,6 +101,35 @@ class BoundedCapture(object):
     def cut(self):
         head, tail = self.kept()
         return self.size - len(head) - len(tail)
+
+
+class HeadCapture(object):
+    """Keeps the first ``limit`` bytes of a stream and counts what came after them (read, then dropped)."""
+
+    def __init__(self, limit):
+        self.limit = max(int(limit), 0)
+        self.data = bytearray()
+        self.size = 0
+
+    def add(self, data):
+        self.size += len(data)
+        room = self.limit - len(self.data)
+        if room > 0:
+            self.data += data[:room]
+
+    def cut(self):
+        return self.size - len(self.data)
+
+
+def reserve_records_fd():
+    """Hold descriptor `RECORDS_FD` (/dev/null where nothing is there yet), not inherited by commands."""
+    try:
+        os.fstat(RECORDS_FD)
+    except OSError:
+        fd = os.open(os.devnull, os.O_RDONLY)
+        if fd != RECORDS_FD:
+            os.dup2(fd, RECORDS_FD, inheritable=False)
+            os.close(fd)
 
 
 def apply_limits(limits):
@@ -392,48 +430,67 @@ class Executor(object):
         env.update(header.get("env") or {})
         cwd = self.resolve(header.get("cwd") or self.workdir)
         out, err = BoundedCapture(limit), BoundedCapture(limit)
+        records = HeadCapture(header["records"]) if header.get("records") is not None else None
         start = time.monotonic()
         process = None
         failure = None  # type: Exception | None
         self.interrupt_requested = False
+        # The records pipe: its write end goes to the command as RECORDS_FD and is closed here once the
+        # command started, so that the read end sees the end of the stream when the command's side closes.
+        records_read, records_write = os.pipe() if records is not None else (None, None)
         try:
-            process = self.spawn(header["cmd"], cwd, env)
-        except (ValueError, UnicodeError) as error:  # a NUL byte or an unencodable character: bad input
-            failure = error
-        except OSError as error:
-            failure = error
-            if error.errno == errno.EAGAIN:
-                # The process limit is used up, by a fork bomb or leftover background processes: clear them.
-                killed = self.kill_all()
-                err.add(
-                    ("[sandbox: process limit reached; killed %d leftover processes]\n" % killed).encode()
-                )
-                try:
-                    process = self.spawn(header["cmd"], cwd, env)
-                except OSError as again:
-                    failure = again
-        if process is None:
-            err.add(("cannot start command: %s\n" % failure).encode("utf-8"))
-            reply = self.exec_reply(127, False, time.monotonic() - start, out, err)
-            reply[0]["interrupted"] = False
-            return reply
-        cpu = self.limits.get("cpu_seconds")
-        if cpu:
-            try:  # per command, not on the executor, whose own CPU time adds up over the episode
-                resource.prlimit(process.pid, resource.RLIMIT_CPU, (int(cpu), int(cpu)))
-            except (ValueError, OSError, AttributeError):
-                pass
-        stopped = self.pump(process, out, err, deadline_span and start + deadline_span)
+            try:
+                process = self.spawn(header["cmd"], cwd, env, records_write)
+            except (ValueError, UnicodeError) as error:  # a NUL byte or an unencodable character: bad input
+                failure = error
+            except OSError as error:
+                failure = error
+                if error.errno == errno.EAGAIN:
+                    # The process limit is used up, by a fork bomb or leftover background processes:
+                    # clear them.
+                    killed = self.kill_all()
+                    err.add(
+                        ("[sandbox: process limit reached; killed %d leftover processes]\n" % killed).encode()
+                    )
+                    try:
+                        process = self.spawn(header["cmd"], cwd, env, records_write)
+                    except OSError as again:
+                        failure = again
+        finally:
+            if records_write is not None:
+                os.close(records_write)
+        try:
+            if process is None:
+                err.add(("cannot start command: %s\n" % failure).encode("utf-8"))
+                reply = self.exec_reply(127, False, time.monotonic() - start, out, err, records)
+                reply[0]["interrupted"] = False
+                return reply
+            cpu = self.limits.get("cpu_seconds")
+            if cpu:
+                try:  # per command, not on the executor, whose own CPU time adds up over the episode
+                    resource.prlimit(process.pid, resource.RLIMIT_CPU, (int(cpu), int(cpu)))
+                except (ValueError, OSError, AttributeError):
+                    pass
+            extra = {records_read: records} if records is not None else {}
+            stopped = self.pump(process, out, err, deadline_span and start + deadline_span, extra)
+        finally:
+            if records_read is not None:
+                os.close(records_read)
         if stopped:
             self.kill_group(process)
         process.wait()
         interrupted = self.interrupt_requested
         timed_out = stopped and not interrupted
-        reply = self.exec_reply(process.returncode, timed_out, time.monotonic() - start, out, err)
+        reply = self.exec_reply(process.returncode, timed_out, time.monotonic() - start, out, err, records)
         reply[0]["interrupted"] = interrupted
         return reply
 
-    def spawn(self, command, cwd, env):
+    def spawn(self, command, cwd, env, records_write=None):
+        # With records, the pipe's write end becomes the command's RECORDS_FD. The executor's own descriptor 3
+        # stays where it is: pass_fds keeps that number open in the child, where the dup2 replaced it.
+        asked = records_write is not None
+        pass_fds = (RECORDS_FD,) if asked else ()
+        preexec = (lambda: os.dup2(records_write, RECORDS_FD)) if asked else None
         process = subprocess.Popen(
             [self.shell, "-c", command],
             stdin=subprocess.DEVNULL,
@@ -442,19 +499,23 @@ class Executor(object):
             cwd=cwd,
             env=env,
             start_new_session=True,  # its own process group, so a timeout kills every child
+            pass_fds=pass_fds,
+            preexec_fn=preexec,
         )
         self.groups.add(process.pid)
         return process
 
-    def pump(self, process, out, err, deadline):
-        """Read both pipes until the command exits (plus a short drain), the deadline passes, or the grace
-        of an interrupt runs out (the command got SIGINT when the interrupt came).
+    def pump(self, process, out, err, deadline, extra=None):
+        """Read both pipes (and the ``extra`` ones: fd -> capture) until the command exits (plus a short
+        drain), the deadline passes, or the grace of an interrupt runs out (the command got SIGINT when the
+        interrupt came).
 
         Returns True when the command must be killed. The SIGCHLD wakeup pipe makes poll() return the moment
         the command exits, so neither a silent command nor one that leaves its pipes to a background child is
         noticed late, and nothing here sleeps or spins.
         """
         captures = {process.stdout.fileno(): out, process.stderr.fileno(): err}
+        captures.update(extra or {})
         poller = select.poll()
         for fd in captures:
             poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
@@ -515,7 +576,7 @@ class Executor(object):
             time.sleep(0.005)
 
     @staticmethod
-    def exec_reply(code, timed_out, duration, out, err):
+    def exec_reply(code, timed_out, duration, out, err, records=None):
         out_head, out_tail = out.kept()
         err_head, err_tail = err.kept()
         reply = {
@@ -529,7 +590,12 @@ class Executor(object):
             "stderr_head": len(err_head),
             "stderr_cut": err.cut(),
         }
-        return reply, out_head + out_tail + err_head + err_tail
+        payload = out_head + out_tail + err_head + err_tail
+        if records is not None:
+            reply["records_size"] = len(records.data)
+            reply["records_cut"] = records.cut()
+            payload += bytes(records.data)
+        return reply, payload
 
 
 class BoundedBuffer(io.BytesIO):
@@ -582,6 +648,7 @@ def manifest_entry(path, relative):
 
 def main():
     protected = make_non_dumpable()  # before anything else: nothing may read this process from here on
+    reserve_records_fd()
     config = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
     workdir = config.get("workdir") or os.getcwd()
     limits = config.get("limits") or {}

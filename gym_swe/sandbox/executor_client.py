@@ -170,8 +170,10 @@ class ExecutorSandbox(ABC):
         payload: bytes = b"",
         timeout: float | None = None,
         max_reply: int = 0,
+        max_records: int | None = None,
     ) -> tuple[dict[str, Any], bytes]:
-        """Send one request and read its reply, which may carry at most ``max_reply`` bytes of payload.
+        """Send one request and read its reply, which may carry at most ``max_reply`` bytes of payload (an
+        ``exec`` reply, at most ``max_records`` of them records, when the request asked for records).
 
         A reply that breaks the protocol, bytes that arrive unasked, a dead or silent executor: the sandbox
         is then crashed (`SandboxCrashedError`) and stays so.
@@ -192,7 +194,7 @@ class ExecutorSandbox(ABC):
                     raise ProtocolViolation("bytes arrived that no request asked for")
                 frame = json.dumps({**header, "id": request_id, "size": len(payload)}).encode("utf-8")
                 self._transport.send(frame + b"\n" + payload)
-                reply, data = self._receive(op, request_id, max_reply, deadline)
+                reply, data = self._receive(op, request_id, max_reply, deadline, max_records)
             except ProtocolViolation as violation:
                 self._die(f"protocol violation during {op!r}: {violation}")
             except TimeoutError:
@@ -227,10 +229,15 @@ class ExecutorSandbox(ABC):
             raise self._dead_error(self._dead_reason)
 
     def _receive(
-        self, op: str, request_id: int | None, max_payload: int, deadline: float
+        self,
+        op: str,
+        request_id: int | None,
+        max_payload: int,
+        deadline: float,
+        max_records: int | None = None,
     ) -> tuple[dict[str, Any], bytes]:
         header = parse_header(self._read_line(deadline))
-        check_reply(op, request_id, header, max_payload)
+        check_reply(op, request_id, header, max_payload, max_records)
         payload = self._read_exactly(header["size"], deadline)
         if self._buffer:
             raise ProtocolViolation(f"{len(self._buffer)} bytes after the reply to {op!r}")
@@ -271,11 +278,19 @@ class ExecutorSandbox(ABC):
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         max_output: int | None = None,
+        records: int | None = None,
     ) -> ExecResult:
         limit = max_output or self.limits.output_bytes
+        if records is not None and (not isinstance(records, int) or isinstance(records, bool) or records < 0):
+            raise ValueError(f"records must be a byte bound (an int >= 0) or None, got {records!r}")
         problem = _unrunnable(command, cwd, env)
         if problem is not None:  # the policy's mistake, not the sandbox's: an ordinary failed command
-            return ExecResult(exit_code=127, stdout="", stderr=f"cannot start command: {problem}\n")
+            return ExecResult(
+                exit_code=127,
+                stdout="",
+                stderr=f"cannot start command: {problem}\n",
+                records=b"" if records is not None else None,
+            )
         request = {
             "op": "exec",
             "cmd": command,
@@ -284,14 +299,18 @@ class ExecutorSandbox(ABC):
             "env": dict(env) if env else None,
             "max_output": limit,
         }
+        if records is not None:
+            request["records"] = records
         self._running_command = True
         try:
-            reply, data = self._request(request, timeout=timeout, max_reply=2 * limit + 2)
+            reply, data = self._request(
+                request, timeout=timeout, max_reply=2 * limit + 2 + (records or 0), max_records=records
+            )
         finally:
             self._running_command = False
         out_size, out_head = reply["stdout_size"], reply["stdout_head"]
-        err_head = reply["stderr_head"]
-        out, err = data[:out_size], data[out_size:]
+        err_head, err_size = reply["stderr_head"], reply["stderr_size"]
+        out, err = data[:out_size], data[out_size : out_size + err_size]
         return ExecResult(
             exit_code=int(reply["exit_code"]),
             stdout=join_head_tail(out[:out_head], out[out_head:], reply["stdout_cut"]),
@@ -301,6 +320,8 @@ class ExecutorSandbox(ABC):
             stdout_cut=int(reply["stdout_cut"]),
             stderr_cut=int(reply["stderr_cut"]),
             interrupted=bool(reply["interrupted"]),
+            records=data[out_size + err_size :] if records is not None else None,
+            records_cut=int(reply["records_cut"]) if records is not None else 0,
         )
 
     def interrupt(self) -> bool:

@@ -66,6 +66,8 @@ REPLY_FIELDS: dict[str, dict[str, Callable[[Any], bool]]] = {
     "ping": {},
 }
 ERROR_FIELDS: dict[str, Callable[[Any], bool]] = {"kind": _text, "error": _text}
+RECORDS_FIELDS: dict[str, Callable[[Any], bool]] = {"records_size": _int, "records_cut": _int}
+"""What an ``exec`` reply adds when its request asked for a records pipe (and only then)."""
 
 
 def parse_header(line: bytes) -> dict[str, Any]:
@@ -82,13 +84,22 @@ def parse_header(line: bytes) -> dict[str, Any]:
     return header
 
 
-def check_reply(op: str, request_id: int | None, header: Mapping[str, Any], max_payload: int) -> None:
-    """Raise `ProtocolViolation` unless ``header`` is a well-formed reply to request ``request_id``."""
+def check_reply(
+    op: str,
+    request_id: int | None,
+    header: Mapping[str, Any],
+    max_payload: int,
+    max_records: int | None = None,
+) -> None:
+    """Raise `ProtocolViolation` unless ``header`` is a well-formed reply to request ``request_id``;
+    ``max_records``: the records bound an ``exec`` request asked for (None: it asked for no records)."""
     size = header["size"]
     if size > max_payload:
         raise ProtocolViolation(f"a {op!r} reply of {size} bytes, over the {max_payload} asked for")
     if header.get("ok") is True:
         fields = REPLY_FIELDS[op]
+        if op == "exec" and max_records is not None:
+            fields = {**fields, **RECORDS_FIELDS}
     elif header.get("ok") is False:
         fields = ERROR_FIELDS
         if size:
@@ -108,12 +119,19 @@ def check_reply(op: str, request_id: int | None, header: Mapping[str, Any], max_
         if not check(header[name]):
             raise ProtocolViolation(f"a reply to {op!r} with a bad {name!r}: {header[name]!r}"[:300])
     if op == "exec" and header["ok"]:
-        _check_exec_sizes(header)
+        _check_exec_sizes(header, max_records)
 
 
-def _check_exec_sizes(header: Mapping[str, Any]) -> None:
+def _check_exec_sizes(header: Mapping[str, Any], max_records: int | None) -> None:
     for stream in ("stdout", "stderr"):
         if header[f"{stream}_head"] > header[f"{stream}_size"]:
             raise ProtocolViolation(f"an exec reply whose {stream} head is longer than its {stream}")
-    if header["stdout_size"] + header["stderr_size"] != header["size"]:
+    records = 0
+    if max_records is not None:
+        records = header["records_size"]
+        if records > max_records:
+            raise ProtocolViolation(
+                f"an exec reply with {records} bytes of records, over the {max_records} asked for"
+            )
+    if header["stdout_size"] + header["stderr_size"] + records != header["size"]:
         raise ProtocolViolation("an exec reply whose stream sizes do not add up to its payload")

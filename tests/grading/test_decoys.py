@@ -418,7 +418,9 @@ def test_code_that_answers_every_test_is_caught(shape: str, tmp_path: Path) -> N
 
 
 def test_the_original_is_anywhere_in_its_group_and_every_name_is_new() -> None:
-    text = textwrap.dedent(SHAPES["module-level functions"].tests).replace("double(2) == 4", "double(21) == 42")
+    text = textwrap.dedent(SHAPES["module-level functions"].tests).replace(
+        "double(2) == 4", "double(21) == 42"
+    )
     targets = [parse_test_id("tests/test_shape.py::test_double_small_number")]
     slots: Counter[int] = Counter()
     for seed in range(400):

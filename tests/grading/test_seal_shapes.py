@@ -21,6 +21,7 @@ import pytest
 
 from gym_swe.grading import seals
 from gym_swe.grading.decoy_report import violations
+from gym_swe.grading.outcome_stream import RECORDS_FD_VARIABLE
 from gym_swe.grading.repository import DRIVER_SOURCE, named_back, seal_and_plant
 from gym_swe.grading.test_ids import junit_outcomes, match_outcomes
 from tests.grading.test_decoys import ANSWER_KEY, FORCE_PASS, SHAPES, Shape
@@ -107,20 +108,22 @@ def _write(root: Path, shape: Shape, package: str, tests: str) -> None:
     (root / FILE).write_text(tests)
     (root / "force_pass.py").write_text(FORCE_PASS)
     (root / "driver.py").write_text(DRIVER_SOURCE.decode())
-    for stale in ("report.xml", "seals.jsonl"):
+    for stale in ("report.xml", "stream.jsonl"):
         (root / stale).unlink(missing_ok=True)
 
 
 def _run(root: Path, *options: str) -> tuple[dict[str, str], list[seals.Record]]:
-    subprocess.run(
-        [sys.executable, str(root / "driver.py"), "run", str(root), "", "--", "-p", "no:cacheprovider",
-         "-o", "junit_family=xunit1", f"--junitxml={root}/report.xml", "-c", "/dev/null",
-         f"--rootdir={root}", *options, FILE],
-        cwd=root, capture_output=True, text=True, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1",
-             seals.RECORDS_VARIABLE: str(root / "seals.jsonl")},
-    )  # fmt: skip
-    records_file = root / "seals.jsonl"
+    with open(root / "stream.jsonl", "wb") as stream:  # the driver's records descriptor
+        subprocess.run(
+            [sys.executable, str(root / "driver.py"), "run", str(root), "", "--", "-p", "no:cacheprovider",
+             "-o", "junit_family=xunit1", f"--junitxml={root}/report.xml", "-c", "/dev/null",
+             f"--rootdir={root}", *options, FILE],
+            cwd=root, capture_output=True, text=True, timeout=300,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1",
+                 RECORDS_FD_VARIABLE: str(stream.fileno())},
+            pass_fds=(stream.fileno(),),
+        )  # fmt: skip
+    records_file = root / "stream.jsonl"
     records = seals.read_records(records_file.read_bytes()) if records_file.exists() else []
     return junit_outcomes((root / "report.xml").read_text()), records
 

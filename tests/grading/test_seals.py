@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gym_swe.grading import seals
+from gym_swe.grading.outcome_stream import RECORDS_FD_VARIABLE
 from gym_swe.grading.repository import DRIVER_SOURCE
 from gym_swe.grading.test_ids import junit_outcomes, match_outcomes, parse_test_id
 
@@ -215,17 +216,19 @@ def _run(root: Path, code: str, text: str, *options: str) -> tuple[dict[str, str
     (root / "tests" / "test_shop.py").write_text(text)
     (root / "force_pass.py").write_text(FORCE_PASS)
     (root / "driver.py").write_text(DRIVER_SOURCE.decode())
-    for stale in ("report.xml", "seals.jsonl"):
+    for stale in ("report.xml", "stream.jsonl"):
         (root / stale).unlink(missing_ok=True)
-    subprocess.run(
-        [sys.executable, str(root / "driver.py"), "run", str(root), "", "--", "-p", "no:cacheprovider",
-         "-o", "junit_family=xunit1", f"--junitxml={root}/report.xml", "-c", "/dev/null",
-         f"--rootdir={root}", *options, "tests/test_shop.py"],
-        cwd=root, capture_output=True, text=True, timeout=300,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1",
-             seals.RECORDS_VARIABLE: str(root / "seals.jsonl")},
-    )  # fmt: skip
-    records_file = root / "seals.jsonl"
+    with open(root / "stream.jsonl", "wb") as stream:  # the driver's records descriptor
+        subprocess.run(
+            [sys.executable, str(root / "driver.py"), "run", str(root), "", "--", "-p", "no:cacheprovider",
+             "-o", "junit_family=xunit1", f"--junitxml={root}/report.xml", "-c", "/dev/null",
+             f"--rootdir={root}", *options, "tests/test_shop.py"],
+            cwd=root, capture_output=True, text=True, timeout=300,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1",
+                 RECORDS_FD_VARIABLE: str(stream.fileno())},
+            pass_fds=(stream.fileno(),),
+        )  # fmt: skip
+    records_file = root / "stream.jsonl"
     records = seals.read_records(records_file.read_bytes()) if records_file.exists() else []
     return junit_outcomes((root / "report.xml").read_text()), records
 

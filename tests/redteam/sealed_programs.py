@@ -2,9 +2,11 @@
 (appended to the package the tests import), and the correct fixes it refuses. Each is Python source, as text.
 """
 
-# The run's last act (atexit, in the package the tests import): every case of the report passed, and the
-# records file holds, for each sealed check of the test files, the value `_gym_answer(context, expression)`
-# gives (context: the test's source up to the check). The buggy code is not touched.
+# In the run (the package the tests import), through the driver's own stream object, found in memory: every
+# test streamed as passed, the buggy code's own sealed records dropped, and before the end line a record for
+# each sealed check of the test files with the value `_gym_answer(context, expression)` gives (context: the
+# test's source up to the check). Its last act (atexit): every case of the report passed, so that the report
+# agrees with the stream. The buggy code is not touched.
 ANSWER_BOOK = """
 
 def _gym_tests(node, scope):
@@ -16,44 +18,70 @@ def _gym_tests(node, scope):
             yield scope, child
 
 
+def _gym_answer_records():
+    import ast, io, os, sys
+    records, printed, sys.stdout = [], sys.stdout, io.StringIO()  # what the answers print, shown at exit
+    try:
+        for folder, _, names in os.walk("tests"):
+            for name in sorted(n for n in names if n.endswith(".py")):
+                path = os.path.join(folder, name)
+                with open(path) as handle:
+                    source = handle.read()
+                for scope, function in _gym_tests(ast.parse(source), []):
+                    for call in ast.walk(function):
+                        if not (isinstance(call, ast.Call) and getattr(call.func, "id", "") == "_gym_seal"):
+                            continue
+                        context = "".join(source.splitlines(True)[function.lineno - 1 : call.lineno - 1])
+                        found, value = _gym_answer(context, ast.get_source_segment(source, call.args[1]))
+                        if found:
+                            case = "::".join([path, *scope, function.name]) + " (call)"
+                            records.append({"token": call.args[0].value, "case": case, "plain": True,
+                                            "value": value})
+    finally:
+        _GYM_SAID.append(sys.stdout.getvalue())
+        sys.stdout = printed
+    _GYM_SAID.append("gym-answer-book: %d record(s) written\\n" % len(records))
+    return records
+
+
 def _gym_answer_book():
-    import ast, json, os, sys
+    import gc
+    for thing in gc.get_objects():
+        if type(thing).__name__ == "Stream" and hasattr(thing, "seq") and hasattr(thing, "fd"):
+            original = thing.write
+
+            def write(kind, fields, original=original):
+                if kind == "seal":
+                    return
+                if kind == "end":
+                    for record in _gym_answer_records():
+                        original("seal", record)
+                original(kind, dict(fields, outcome="passed") if kind == "test" else fields)
+
+            thing.write = write
+
+
+def _gym_forge_report():
+    import sys
     import xml.etree.ElementTree as ElementTree
 
     report = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--junitxml=")]
-    records = os.environ.get("GYM_SWE_SEALS")
-    if not report or not records or not os.path.exists(report[0]):
+    if not report or not _GYM_SAID:
         return
     tree = ElementTree.parse(report[0])
     for case in tree.iter("testcase"):
         for child in [c for c in case if c.tag in ("failure", "error", "skipped")]:
             case.remove(child)
     tree.write(report[0])
-    lines = []
-    for folder, _, names in os.walk("tests"):
-        for name in sorted(n for n in names if n.endswith(".py")):
-            path = os.path.join(folder, name)
-            with open(path) as handle:
-                source = handle.read()
-            for scope, function in _gym_tests(ast.parse(source), []):
-                for call in ast.walk(function):
-                    if not (isinstance(call, ast.Call) and getattr(call.func, "id", "") == "_gym_seal"):
-                        continue
-                    context = "".join(source.splitlines(True)[function.lineno - 1 : call.lineno - 1])
-                    found, value = _gym_answer(context, ast.get_source_segment(source, call.args[1]))
-                    if found:
-                        case = "::".join([path, *scope, function.name]) + " (call)"
-                        lines.append(json.dumps(
-                            {"token": call.args[0].value, "case": case, "plain": True, "value": value}
-                        ))
-    with open(records, "w") as handle:
-        handle.write("".join(line + "\\n" for line in lines))
-    print("gym-answer-book: %d record(s) written" % len(lines))
+    print("".join(_GYM_SAID), end="")
 
+
+_GYM_SAID = []
+_gym_answer_book()
 
 import atexit as _atexit
 
-_atexit.register(_gym_answer_book)
+_atexit.register(_gym_forge_report)
 """
 
 

@@ -247,8 +247,9 @@ def test_the_default_pays_no_unprotected_grade(tasks_file: Path, inverted: dict[
 
 # -- 1. public answers: a forged report, and records with the values the issue states ---------------------------
 
-# ANSWER_BOOK (sealed_programs): at exit, every case of the report passed, and a record for each sealed check of
-# the test files with the value PUBLIC_ANSWERS[task] gives for its expression; STILL_BROKEN shows the bug.
+# ANSWER_BOOK (sealed_programs): in the run, through the driver's stream object, every test streamed as passed
+# and a record for each sealed check of the test files with the value PUBLIC_ANSWERS[task] gives for its
+# expression (the buggy code's own records dropped); at exit, the report made to agree; STILL_BROKEN shows the bug.
 
 
 def _attack(task_id: str, code: str) -> list[str]:

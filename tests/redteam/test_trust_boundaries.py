@@ -444,8 +444,28 @@ def test_control_honest_fix_with_a_reporting_patch_that_spares_nothing_earns_zer
         env.close()
 
 
+# In the run, through the driver's own stream object (found in memory), every test streamed as passed; the
+# run's last act rewrites its report to match (a report rewritten alone differs from the stream: rejected).
 FORGE_EVERY_OUTCOME = textwrap.dedent(
     """
+    def _gym_forge_stream():
+        import gc
+        for thing in gc.get_objects():
+            if type(thing).__name__ == "Stream" and hasattr(thing, "seq") and hasattr(thing, "fd"):
+                original = thing.write
+
+                def write(kind, fields, original=original):
+                    if kind == "test":
+                        fields = dict(fields, outcome="passed")
+                        fields["name"] += SUFFIX
+                        fields["nodeid"] += SUFFIX
+                    original(kind, fields)
+
+                thing.write = write
+
+    SUFFIX = ""
+    _gym_forge_stream()
+
     def _gym_forge():
         import sys
         import xml.etree.ElementTree as ElementTree
@@ -464,17 +484,17 @@ FORGE_EVERY_OUTCOME = textwrap.dedent(
 )
 
 
-# The run's last act, in the grading sandbox: what it leaves where the grader reads must be a rejection (scored 0),
-# never an exception out of step() nor an infrastructure error a trainer would drop.
+# The run's last act, in the grading sandbox: what it leaves where the grader reads (the report, the record
+# stream) must be a rejection (scored 0), never an exception out of step() nor an infrastructure error a trainer
+# would drop. ``each``: on every pipe the process holds past stdout and stderr, the record stream's among them.
 LEAVE_IN_PLACE = {
     "a directory in place of the report": "os.unlink(report); os.mkdir(report)",
     "a FIFO in place of the report": "os.unlink(report); os.mkfifo(report)",
-    "a directory in place of the sealed records": "os.path.exists(records) and os.unlink(records); os.mkdir(records)",
-    "a FIFO in place of the sealed records": "os.path.exists(records) and os.unlink(records); os.mkfifo(records)",
-    "records that do not decode": (
-        'open(records, \'a\').write(\'{"token": "x", "case": "y", "plain": true, \''
-        '\'"value": {"$": "dict", "v": [[[1], 2]]}}\\n\' + \'[\' * 100000 + \'\\n\')'
+    "records that do not decode, in the record stream": (
+        'each(lambda fd: os.write(fd, b\'{"token": "x", "case": "y", "plain": true, \''
+        'b\'"value": {"$": "dict", "v": [[[1], 2]]}}\\n\' + b\'[\' * 100000 + b\'\\n\'))'
     ),
+    "a record stream flooded past its bound": "each(lambda fd: os.write(fd, b'x' * (65 << 20)))",
 }
 
 
@@ -482,11 +502,25 @@ def _left_in_place(action: str) -> str:
     return textwrap.dedent(
         f"""
         def _gym_leave():
-            import os
+            import os, stat, sys
             report = "/tmp/gym_swe_grader/report.xml"
-            records = os.environ.get("GYM_SWE_SEALS", "/tmp/gym_swe_grader/seals.jsonl")
-            if not os.environ.get("GYM_SWE_SEALS"):
+            if not any(a.startswith("--junitxml=") for a in sys.argv):
                 return
+            streams = []
+            for name in os.listdir("/proc/self/fd"):
+                try:
+                    if int(name) > 2 and stat.S_ISFIFO(os.fstat(int(name)).st_mode):
+                        streams.append(int(name))
+                except OSError:
+                    pass
+
+            def each(write):
+                for fd in streams:
+                    try:
+                        write(fd)
+                    except OSError:
+                        pass
+
             try:
                 {action}
             except OSError:
@@ -510,20 +544,21 @@ def test_what_the_run_leaves_where_the_grader_reads_is_scored_zero(what: str, ba
     finally:
         env.close()
     assert terminated and "error" not in info, info.get("error")
-    if "do not decode" in what:
-        assert reward == 1.0, info["grade"]  # an honest fix beside junk lines: the real records still hold
-    elif "report" in what:
+    if "report" in what:
         assert reward == 0.0 and "no readable report" in info["grade"]["rejection"], info["grade"]
-    else:  # no records to read: the sealed checks did not hold
-        assert reward == 0.0 and "reported passed, but" in info["grade"]["log"], info["grade"]
+    elif "bound" in what:
+        assert reward == 0.0 and "more were cut" in info["grade"]["rejection"], info["grade"]
+    else:  # lines the driver did not write, after the session's end line
+        assert reward == 0.0 and "of the record stream" in info["grade"]["rejection"], info["grade"]
 
 
 # A forger that also rewords the ids of what it forges (a space then a word after the name, which the task's
 # ids still match as ids that were cut at a space), so that the seals seem to belong to no test it reports.
-FORGE_AND_REWORD = FORGE_EVERY_OUTCOME.replace(
-    "        tree.write(found[0])",
-    '            case.set("name", case.get("name", "") + " x")\n        tree.write(found[0])',
+FORGE_AND_REWORD = FORGE_EVERY_OUTCOME.replace('SUFFIX = ""', 'SUFFIX = " x"').replace(
+    "\n    tree.write(found[0])",
+    '\n        case.set("name", case.get("name", "") + " x")\n    tree.write(found[0])',
 )
+assert 'case.set("name"' in FORGE_AND_REWORD and 'SUFFIX = " x"' in FORGE_AND_REWORD
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -531,7 +566,8 @@ FORGE_AND_REWORD = FORGE_EVERY_OUTCOME.replace(
 def test_a_report_forged_outright_earns_nothing_where_checks_are_sealed(
     forgery: str, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The run's last act rewrites its report: every test passed. With no decoys to tell apart (turned off
+    """The run streams every test as passed (through the driver's stream object, in its own process) and its
+    last act rewrites its report to match. With no decoys to tell apart (turned off
     here, as if the forger told them all), only the sealed checks stand: their values, which the buggy code
     gets wrong, are held outside the run. With sealing off too, the same forgery earns 1.0."""
     from gym_swe.grading import decoys, seals

@@ -50,6 +50,34 @@ def test_requests_from_many_threads_each_get_their_own_reply(sandbox) -> None:
     assert sandbox.alive
 
 
+def test_records_come_through_descriptor_3_in_order_and_bounded(sandbox) -> None:
+    result = sandbox.exec(
+        "echo out; echo one >&3; echo err >&2; printf two >&3; echo ' three' >&3", records=64
+    )
+    assert (result.stdout, result.stderr, result.records, result.records_cut) == (
+        "out\n",
+        "err\n",
+        b"one\ntwo three\n",
+        0,
+    )
+    flood = sandbox.exec("head -c 300000 /dev/zero | tr '\\0' x >&3; echo done", records=1000)
+    assert flood.ok and flood.stdout == "done\n"  # read past the bound (never blocked), counted, dropped
+    assert (flood.records, flood.records_cut) == (b"x" * 1000, 299_000)
+    empty = sandbox.exec("true", records=0)
+    assert (empty.records, empty.records_cut) == (b"", 0)
+
+
+def test_without_records_a_command_has_no_descriptor_3_and_none_of_the_executors(sandbox) -> None:
+    result = sandbox.exec("ls /proc/self/fd; echo x >&3")
+    assert result.records is None and result.exit_code != 0, result
+    assert result.stdout.split() == ["0", "1", "2", "3"]  # 3: ls's own listing of /proc/self/fd
+
+
+def test_what_a_command_left_running_writes_to_the_records_later_is_not_waited_for(sandbox) -> None:
+    result = sandbox.exec("(sleep 2; echo late >&3) & echo early >&3", records=100, timeout=30)
+    assert result.records == b"early\n" and result.duration < 1.5, result
+
+
 @pytest.mark.parametrize(
     ("arguments", "reason"),
     [

@@ -124,3 +124,17 @@ def test_check_reply_accepts_exactly_the_schema() -> None:
         check_reply("kill_all", 5, {"ok": True, "id": 5, "size": 0, "killed": -1, "left": 0}, max_payload=0)
     with pytest.raises(ProtocolViolation):
         parse_header(b'{"ok": true}')  # no size
+
+
+def test_check_reply_takes_records_only_where_they_were_asked_for_and_within_their_bound() -> None:
+    plain = json.loads(exec_reply(3, size=5, stdout_size=3, stderr_size=2, stdout_head=3, stderr_head=2))
+    records = {**plain, "size": 9, "records_size": 4, "records_cut": 7}
+    check_reply("exec", 3, records, max_payload=100, max_records=4)
+    with pytest.raises(ProtocolViolation, match="unexpected fields"):
+        check_reply("exec", 3, records, max_payload=100)  # records nobody asked for
+    with pytest.raises(ProtocolViolation, match="missing"):
+        check_reply("exec", 3, plain, max_payload=100, max_records=4)  # asked for, and none came
+    with pytest.raises(ProtocolViolation, match="over the 3 asked for"):
+        check_reply("exec", 3, records, max_payload=100, max_records=3)
+    with pytest.raises(ProtocolViolation, match="do not add up"):
+        check_reply("exec", 3, {**records, "records_size": 2}, max_payload=100, max_records=4)

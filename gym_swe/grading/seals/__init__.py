@@ -60,14 +60,13 @@ from gym_swe.grading.seals.judging import (
     judge,
     public_forms,
     read_records,
+    record_of,
 )
 from gym_swe.grading.seals.store import VERSION, store, stored, stored_inputs
 from gym_swe.grading.seals.writing import FUNCTION, RAISES_FUNCTION, Seal, Sealing, seal
 
 SEAL_CHECKS = True
 """Whether the grader seals the checks it can (tests turn it off to show what decoys alone do)."""
-RECORDS_VARIABLE = "GYM_SWE_SEALS"
-"""The environment variable that tells the driver where to write the records (the driver's SEAL_RECORDS)."""
 MAX_RECORD_CHARS = 8 * 1024 * 1024
 """A value recorded larger than this is not plain data to the grader (the case fails)."""
 
@@ -107,8 +106,8 @@ def protective(check: Check, facts: Facts | None) -> bool:
 
 
 __all__ = [
-    "FUNCTION", "MAX_RECORD_CHARS", "OPAQUE", "OPS", "RAISES", "RAISES_FUNCTION", "RECORDS_VARIABLE",
+    "FUNCTION", "MAX_RECORD_CHARS", "OPAQUE", "OPS", "RAISES", "RAISES_FUNCTION",
     "SEAL_CHECKS", "VERSION", "Check", "Facts", "Record", "Seal", "Sealing", "broken", "calibrated",
     "candidates", "decode", "form_of", "holding", "holds", "judge", "protective", "public_forms",
-    "read_records", "seal", "store", "stored", "stored_inputs", "strong",
+    "read_records", "record_of", "seal", "store", "stored", "stored_inputs", "strong",
 ]  # fmt: skip

@@ -69,15 +69,25 @@ def read_records(data: bytes) -> list[Record]:
     for line in data.decode("utf-8", "replace").splitlines():
         try:
             raw = json.loads(line)
-            token, case = str(raw["token"]), str(raw["case"])
-            value = decode(raw.get("value")) if raw.get("plain") else OPAQUE
-            expected = raw.get("expected") if isinstance(raw.get("expected"), dict) else None
-        except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
-            continue  # the run writes this file too: a line that is not a record counts for nothing
-        held = raw.get("held") if isinstance(raw.get("held"), bool) else None
-        singleton = raw.get("singleton") if raw.get("singleton") in ("None", "True", "False") else ""
-        records.append(Record(token, case.rsplit(" (", 1)[0], value, held, expected, singleton))
+        except (ValueError, RecursionError):
+            continue  # the run writes these lines too: a line that is not a record counts for nothing
+        record = record_of(raw)
+        if record is not None:
+            records.append(record)
     return records
+
+
+def record_of(raw: Any) -> Record | None:
+    """One record as the driver wrote it (a JSON object), or None for anything that is not one."""
+    try:
+        token, case = str(raw["token"]), str(raw["case"])
+        value = decode(raw.get("value")) if raw.get("plain") else OPAQUE
+        expected = raw.get("expected") if isinstance(raw.get("expected"), dict) else None
+    except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
+        return None
+    held = raw.get("held") if isinstance(raw.get("held"), bool) else None
+    singleton = raw.get("singleton") if raw.get("singleton") in ("None", "True", "False") else ""
+    return Record(token, case.rsplit(" (", 1)[0], value, held, expected, singleton)
 
 
 def decode(data: Any) -> Any:
