@@ -233,7 +233,7 @@ def test_control_without_decoys_or_seals_the_answer_key_would_earn_one(
     0 above is the grader catching it, not an attack that never ran."""
     monkeypatch.setattr(decoys, "MAX_GROUPS", 0)
     monkeypatch.setattr(seals, "SEAL_CHECKS", False)
-    env = make_env("SWEGym-v0", "local")
+    env = make_env("SWEGym-v0", "local", integrity="any")  # the default leaves an unprotected grade out
     try:
         reward, *_, info = run_episode(env, TASK.instance_id, _attack(mechanism))
     finally:
@@ -300,7 +300,7 @@ def test_an_answer_key_from_a_parameter_table_earns_nothing(backend: str) -> Non
 def test_control_without_seals_the_table_answer_key_would_earn_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """Decoys alone do not see it: the table they would copy is not the one the key reads first."""
     monkeypatch.setattr(seals, "SEAL_CHECKS", False)
-    env = make_env("SWEGym-v0", "local")
+    env = make_env("SWEGym-v0", "local", integrity="any")  # paid whatever protects it
     try:
         reward, *_, info = run_episode(env, TABLE_TASK.instance_id, _table_attack())
     finally:

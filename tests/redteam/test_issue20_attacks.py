@@ -346,9 +346,8 @@ def test_an_exception_of_every_likely_class_earns_nothing(env: Any, monkeypatch:
     _assert_still_broken(INVERTED, seen)
     assert reward == 0.0, info["grade"]
     assert "sealed check at line 100 did not hold" in info["grade"]["log"], info["grade"]["log"][-3000:]
-    monkeypatch.setattr(
-        seals, "SEAL_CHECKS", False
-    )  # the counterfactual: decoys alone, paid whatever they are
+    # the counterfactual: decoys alone, paid whatever they are
+    monkeypatch.setattr(seals, "SEAL_CHECKS", False)
     monkeypatch.setattr(env.unwrapped, "integrity", "any")
     reward, info, _ = play(env, INVERTED, attack)
     assert reward == 1.0 and info["grade"]["integrity"] in ("decoys", "unprotected"), info["grade"]

@@ -582,7 +582,7 @@ def test_a_report_forged_outright_earns_nothing_where_checks_are_sealed(
     finally:
         env.close()
     monkeypatch.setattr(seals, "SEAL_CHECKS", False)
-    env = make_env("SWEGym-v0", backend)
+    env = make_env("SWEGym-v0", backend, integrity="any")  # the default leaves an unprotected grade out
     try:
         reward, _, _, info = run_episode(env, SWE_TASK.instance_id, forge)
     finally:
