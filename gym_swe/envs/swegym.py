@@ -309,9 +309,9 @@ class SWEGymEnv(ToolEnv):
         """Learn which checks of the task can be sealed: from disk, else by grading its gold patch the
         calibrating way, then running its tests with no fix and those checks sealed, in another fresh sandbox,
         to learn which of them protect the reward (`gym_swe.grading.repository.protection`), then the gold
-        patch again with copies of its tests whose input literals changed, to learn which values decoys of
-        them may take (`gym_swe.grading.repository.probe_inputs`): three test runs, the first time a task is
-        graded in an environment."""
+        patch and no fix again, with copies of its tests whose last statement's literals changed, to learn
+        which values decoys may take (`gym_swe.grading.repository.probe_inputs`): four test runs, the first
+        time a task is graded in an environment."""
         key = self._seal_key(task)
         stored = seals.stored(task, key)
         if stored is not None:
@@ -332,12 +332,10 @@ class SWEGymEnv(ToolEnv):
                     unfixed, task, sealable, timeout=self.test_timeout, workdir=WORKDIR,
                     environment=environment, pristine=pristine,
                 )  # fmt: skip
-            with self.new_sandbox(task) as probing:
-                environment, pristine = self._pristine_state(task, probing)
-                inputs = probe_inputs(
-                    probing, task, sealable, timeout=self.test_timeout, workdir=WORKDIR,
-                    environment=environment, pristine=pristine,
-                )  # fmt: skip
+            inputs = probe_inputs(
+                lambda: self.new_sandbox(task), task, sealable, timeout=self.test_timeout, workdir=WORKDIR,
+                environment=environment, pristine=pristine,
+            )  # fmt: skip
             seals.store(task, key, sealable, inputs)
             self._sealable[key] = sealable
             self._inputs[key] = inputs

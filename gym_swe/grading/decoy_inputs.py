@@ -26,7 +26,7 @@ from gym_swe.grading import decoy_values, test_source
 BLOCK = 100
 """Values of a leaf's class calibrated at once (those nearest the original, about half on each side): a
 group of one leaf can reach the 2% chance bound by itself."""
-MAX_LEAVES = 2
+MAX_LEAVES = 3
 """Input leaves calibrated per test function (those on lines the test patch added, then the largest)."""
 MAX_PROBE_CASES = 400
 """Test cases the calibrating run of a task's input leaves may add."""
@@ -59,19 +59,15 @@ def candidates(
     words: Sequence[str],
     seen: decoy_values.Sight,
     added: set[str],
-    skip: ast.expr | None = None,
 ) -> list[InputLeaf]:
-    """The leaves of ``function``'s body that a calibration can try, best first (on lines the test patch
-    added, then the largest class), each with its block: numbers and strings outside sealed checks, other
-    than ``skip`` (the expectation literal a ``literal`` group varies) and a docstring."""
+    """The leaves a calibration can try, best first (on lines the test patch added, then the largest class),
+    each with its block: the numbers and strings of the last statement of ``function`` that the run checks
+    (`last_statement`), what it feeds the code and what it compares with alike."""
     found: list[tuple[tuple[bool, int], InputLeaf]] = []
-    inside_skip = {id(node) for node in ast.walk(skip)} if skip is not None else set()
-    body = function.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # the docstring
-    for statement in body:
+    last = last_statement(function)
+    for statement in [last] if last is not None else []:
         for leaf in _leaves(statement):
-            if id(leaf) in inside_skip or leaf.lineno != leaf.end_lineno:
+            if leaf.lineno != leaf.end_lineno:
                 continue
             line = lines[leaf.lineno - 1]
             if any(name in line for name in _SEALED):
@@ -97,6 +93,26 @@ def candidates(
     for _, entry in found:
         unique.setdefault(entry.key, entry)
     return list(unique.values())[:MAX_LEAVES]
+
+
+def last_statement(function: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt | None:
+    """The test's last statement that runs in the run (a sealed check is held outside it, a ``pass`` or a
+    docstring checks nothing). A decoy changes only this statement, so that with any code it runs exactly as
+    the original up to there: where the original fails with the buggy code, earlier, so does the decoy, and
+    code that runs every member with the bug to see where each fails learns nothing."""
+    for statement in reversed(function.body):
+        if test_source.is_inert(statement):
+            continue
+        if isinstance(statement, ast.Expr) and test_source.callee(statement.value) in _SEALED:
+            continue
+        if (
+            isinstance(statement, ast.With)
+            and statement.items
+            and test_source.callee(statement.items[0].context_expr) in _SEALED
+        ):
+            continue
+        return statement
+    return None
 
 
 def _leaves(statement: ast.stmt) -> list[ast.expr]:
@@ -127,13 +143,19 @@ def _leaves(statement: ast.stmt) -> list[ast.expr]:
     return sorted(found, key=lambda leaf: (leaf.lineno, leaf.col_offset))
 
 
-def find(node: str, function: ast.AST, lines: list[str], calibrated: Mapping[str, Any]) -> list[InputLeaf]:
-    """The calibrated input leaves of the test ``node`` found in this copy of its file, each with the values
-    its calibration kept (``calibrated``: leaf key -> ``{"texts", "index", "protective"}``)."""
-    if not calibrated:
+def find(
+    node: str,
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    lines: list[str],
+    calibrated: Mapping[str, Any],
+) -> list[InputLeaf]:
+    """The calibrated leaves of the test ``node`` found in this copy of its file, each with the values its
+    calibration kept (``calibrated``: leaf key -> ``{"texts", "index", "protective", ...}``)."""
+    last = last_statement(function)
+    if not calibrated or last is None:
         return []
     found = []
-    for statement in getattr(function, "body", []):
+    for statement in [last]:
         for leaf in _leaves(statement):
             if leaf.lineno != leaf.end_lineno:
                 continue
@@ -155,25 +177,27 @@ def find(node: str, function: ast.AST, lines: list[str], calibrated: Mapping[str
 
 
 def learned(
-    probes: Sequence[tuple[InputLeaf, str, list[str]]], outcomes: Mapping[str, str]
+    probes: Sequence[tuple[InputLeaf, str, list[str]]], outcomes: Mapping[str, str], fixed: bool = True
 ) -> dict[str, dict[str, Any]]:
-    """What a calibrating run of the gold patch says of each probed leaf: the values whose copy failed every
-    case the original passed, with the original, in the block's order (the original must have passed every
-    case). ``probes``: each leaf, its original as planted, and its copies' nodes, one per other value of the
-    block, in the block's order."""
+    """What a calibrating run says of each probed leaf: the values whose copy failed every case, with the
+    original, in the block's order. With the gold patch (``fixed``) the original must have passed every
+    case; with no fix, failed every one (else a copy failing tells it apart from the original, which the bug
+    does not fail in the run). ``probes``: each leaf, its original as planted, and its copies' nodes, one per
+    other value of the block, in the block's order."""
     from gym_swe.grading.decoy_report import member_cases
 
     kept: dict[str, dict[str, Any]] = {}
+    wanted = "passed" if fixed else "failed"
     for entry, original_node, copies in probes:
         original = member_cases(outcomes, original_node)
-        if not original or any(outcome != "passed" for outcome in original.values()):
+        if not original or any(outcome != wanted for outcome in original.values()):
             continue
         index = entry.values.index
         positions = [position for position in range(len(entry.values)) if position != index]
         chosen = [index]
         for position, copy in zip(positions, copies):
             cases = member_cases(outcomes, copy)
-            if cases and set(cases) == set(original) and "passed" not in cases.values():
+            if cases and set(cases) == set(original) and all(value == "failed" for value in cases.values()):
                 chosen.append(position)
         if len(chosen) < 2:
             continue
@@ -186,4 +210,19 @@ def learned(
             "open_high": entry.values.open_high,
             "full": entry.values.full,
         }
+    return kept
+
+
+def both(fixed: Mapping[str, Any], unfixed: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The values both calibrating runs kept for each leaf (the gold patch's and the bug's): a decoy fails
+    with the fix, and with the bug fails as the original does."""
+    kept: dict[str, dict[str, Any]] = {}
+    for key, facts in fixed.items():
+        other = unfixed.get(key)
+        if not isinstance(other, Mapping):
+            continue
+        original = facts["texts"][facts["index"]]
+        texts = [text for text in facts["texts"] if text in set(other["texts"])]
+        if len(texts) >= 2 and original in texts:
+            kept[key] = {**facts, "texts": texts, "index": texts.index(original)}
     return kept

@@ -66,8 +66,6 @@ MAX_GROUPS = 4
 """FAIL_TO_PASS test functions that get decoys in one grade (drawn at random when there are more)."""
 MAX_DECOY_CASES = 60
 """Test cases the decoys of one grade may add (each runs a test's body again), past the first decoy."""
-MAX_LEAVES = 3
-"""Literals one ``literal`` group varies at once (its members are their combinations)."""
 MAX_LEVEL = 64
 """Growth steps a group takes at most (`_Plan.runs`)."""
 
@@ -494,13 +492,13 @@ def _literal_plan(
     seen: decoy_values.Sight,
     added: set[str],
 ) -> tuple[decoy_text.Check, tuple[tuple[ast.expr, decoy_values.ValueClass], ...], bool] | None:
-    """The leaves of the test's ``literal`` group, with their classes: up to `MAX_LEAVES` of the literals its
-    equality checks compare with (changing any of them makes its check fail with any fix that passes the
-    original), those on lines the test patch added if any (a protective group), the largest classes first;
-    else the one leaf with the largest class. None when no leaf has a class."""
-    protective: list[tuple[int, ast.expr, decoy_values.ValueClass]] = []
-    seen_only: list[tuple[int, ast.expr, decoy_values.ValueClass]] = []
-    first: decoy_text.Check | None = None
+    """The leaf of the test's uncalibrated ``literal`` group, with its class: the literal with the largest
+    class among those its equality checks compare with (a decoy of it fails with any fix that passes the
+    original). Such a group catches code that answers every test, but protects nothing: with the bug, its
+    check may not be the one that fails, or the buggy value may be one of its members, and code that runs
+    the members with the bug would see which (calibrated groups, `decoy_inputs`, are the ones that count).
+    None when no leaf has a class."""
+    best: tuple[int, decoy_text.Check, ast.expr, decoy_values.ValueClass] | None = None
     for check in checks:
         if check.kind != "literal" or check.literal is None:
             continue
@@ -511,17 +509,12 @@ def _literal_plan(
             values = decoy_values.value_class(
                 test_source.source_of(lines, leaf), value, words, sight, approximate
             )
-            if values is None:
-                continue
-            first = first or check
-            entry = (values.most, leaf, values)
-            (protective if decoy_text.is_new(leaf, lines, added, every=True) else seen_only).append(entry)
-    chosen = protective or seen_only
-    if not chosen or first is None:
+            if values is not None and (best is None or values.most > best[0]):
+                best = (values.most, check, leaf, values)
+    if best is None:
         return None
-    chosen.sort(key=lambda entry: -entry[0])
-    count = MAX_LEAVES if protective else 1
-    return first, tuple((leaf, values) for _, leaf, values in chosen[:count]), bool(protective)
+    _, check, leaf, values = best
+    return check, ((leaf, values),), False
 
 
 def _parametrisations(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

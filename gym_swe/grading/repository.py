@@ -35,7 +35,8 @@ import re
 import secrets
 import shlex
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,7 @@ def grade_repository(
 
 
 def probe_inputs(
-    sandbox: Sandbox,
+    sandboxes: Callable[[], AbstractContextManager[Sandbox]],
     task: SWETask,
     sealed: Mapping[str, seals.Facts],
     timeout: float = 1800.0,
@@ -166,14 +167,21 @@ def probe_inputs(
     environment: Environment | None = None,
     pristine: dict[str, Entry] | None = None,
 ) -> dict[str, dict[str, object]]:
-    """Which values of the input literals of the task's FAIL_TO_PASS tests its gold patch fails
-    (`decoy_inputs`): the gold patch graded with the checks sealed as a grade seals them (``sealed``, what
-    `protection` learned), beside each test one copy per value of each of its input leaves' blocks. ``{}``
-    when the gold patch did not resolve the task in that run. ``sandbox`` must be fresh and pristine."""
-    grade, learned = _grade(
-        sandbox, task, task.patch, "binary", timeout, workdir, (), environment, pristine, sealed, PROBE
-    )
-    return learned if grade.resolved else {}
+    """Which values of the literals of the last statement of each FAIL_TO_PASS test decoys may take
+    (`decoy_inputs`): the checks sealed as a grade seals them (``sealed``, what `protection` learned), one
+    copy per value of each leaf's block beside each test, run with the gold patch (a copy must fail) and with
+    no fix (a copy must fail as the original does), each in a fresh pristine sandbox from ``sandboxes`` (a
+    callable giving one). ``{}`` when the gold patch did not resolve the task in its run."""
+    runs = []
+    for diff in (task.patch, ""):
+        with sandboxes() as sandbox:
+            _, learned = _grade(
+                sandbox, task, diff, "binary", timeout, workdir, (), environment, pristine, sealed, PROBE
+            )
+        if not learned:
+            return {}
+        runs.append(learned)
+    return decoy_inputs.both(*runs)
 
 
 def calibrate(
@@ -410,10 +418,13 @@ def _grade(
             "number the host did not see was not written by pytest alone",
         ))  # fmt: skip
     outcomes = streamed.outcomes
-    if mode == PROBE:  # the gold patch's own run: which copies it fails is what is learned
+    if mode == PROBE:  # which copies the gold patch (or the bug, with no diff) fails is what is learned
         found = match_outcomes(expected, named_back(sealing, planting, outcomes, [])[0])
         grade = _result(task, filtered.diff, found, reward, log, start)
-        return grade, (decoy_inputs.learned(planting.probes, outcomes) if grade.resolved else {})
+        fixed = bool(diff.strip())
+        if fixed and not grade.resolved:
+            return grade, {}
+        return grade, decoy_inputs.learned(planting.probes, outcomes, fixed)
     left_out = missing(planting.groups, outcomes)
     if left_out:
         log.append("decoys missing from the report: " + "; ".join(left_out))

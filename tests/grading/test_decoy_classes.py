@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from gym_swe.grading import decoy_inputs, decoy_values
+from gym_swe.grading import decoy_inputs, decoy_text, decoy_values
 from gym_swe.grading.decoys import plant, probe
 from gym_swe.grading.test_ids import parse_test_id
 
@@ -81,12 +81,32 @@ WORDS_FILE = "\n".join(
 )
 
 
+def calibrated(sources: dict[str, str], names: list[str], added: bool = True) -> dict[str, dict[str, object]]:
+    """What a calibration would keep if the gold patch and the bug failed every copy: each candidate leaf of
+    the tests ``names`` (``file::test``) with its whole block (``added``: every line is the test patch's)."""
+    facts: dict[str, dict[str, object]] = {}
+    for name in names:
+        file, _, test = name.partition("::")
+        tree = ast.parse(sources[file])
+        lines = sources[file].splitlines(keepends=True)
+        function = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == test)
+        new = {line.strip() for line in lines} if added else set()
+        for entry in decoy_inputs.candidates(
+            name, function, lines, decoy_text.file_words(tree), NO_SIGHT, new
+        ):
+            values = entry.values
+            facts[entry.key] = {"texts": list(values.texts), "index": values.index, "protective": entry.protective,
+                                "open_low": values.open_low, "open_high": values.open_high, "full": values.full}  # fmt: skip
+    return facts
+
+
 def _members(text: str, name: str, seed: int, decoys: int) -> tuple[list[str], int, float, str] | None:
-    """The changed values of the group planted for ``name`` in the file's order, the original's place among
-    them, the group's chance bound and the planted file; None when no literal group was planted."""
+    """The changed values of the calibrated group planted for ``name`` in the file's order, the original's
+    place among them, the group's chance bound and the planted file; None when no such group was planted."""
+    inputs = calibrated({"t.py": text}, [f"t.py::{name}"])
     planting = plant({"t.py": text}, [parse_test_id(f"t.py::{name}")], random.Random(seed), decoys=decoys,
-                     added_lines={"t.py": {line.strip() for line in text.splitlines()}})  # fmt: skip
-    if not planting.groups or planting.groups[0].kind != "literal":
+                     added_lines={"t.py": {line.strip() for line in text.splitlines()}}, inputs=inputs)  # fmt: skip
+    if not planting.groups or planting.groups[0].kind != "input":
         return None
     (group,) = planting.groups
     source = planting.sources["t.py"]
@@ -136,7 +156,7 @@ def test_no_heuristic_finds_the_original_more_often_than_the_bound_says(expected
     chance bound says (1/4 for a value inside its class, with room for sampling noise); a value at an end of
     its class gets no group that counts. (A heuristic that happens to prefer this one value, "the word with
     the earliest letters", is a guess: over tasks it wins 1/4, and on this one it is the answer.)"""
-    text = f"def test_it():\n    assert compute(7) == {expected}\n\n\n{WORDS_FILE}"
+    text = f"def test_it():\n    assert compute(data) == {expected}\n\n\n{WORDS_FILE}"
     draws, decoys = 300, 3
     wins: Counter[str] = Counter()
     places: Counter[int] = Counter()
@@ -166,7 +186,7 @@ def test_near_an_end_of_its_class_the_bound_says_what_a_forger_gains() -> None:
     """15 among the two-digit numbers: a run of 4 fits, but a forger who knows the rule rules out the members
     too near the end to have had a run (11-13): the best such forger (the k-th smallest member that could be
     the original) wins about as often as the group's chance bound says, and more than 1/4."""
-    text = f"def test_it():\n    assert compute(7) == 15\n\n\n{WORDS_FILE}"
+    text = f"def test_it():\n    assert compute(data) == 15\n\n\n{WORDS_FILE}"
     draws = 300
     wins: Counter[int] = Counter()
     bounds = set()
@@ -200,15 +220,20 @@ def test_a_value_the_issue_states_is_never_the_one_a_group_varies() -> None:
 
 
 def test_the_chance_bound_is_reached_by_groups_grown_evenly() -> None:
-    text = "def test_it():\n    assert compute(7) == 37\n\n\ndef test_other():\n    assert compute(8) == 52\n"
-    targets = [parse_test_id("t.py::test_it"), parse_test_id("t.py::test_other")]
-    added = {"t.py": {"assert compute(7) == 37", "assert compute(8) == 52"}}
-    planting = plant({"t.py": text}, targets, random.Random(0), added)
+    text = "def test_it():\n    assert compute(a) == 37\n\n\ndef test_other():\n    assert compute(b) == 52\n"
+    names = ["t.py::test_it", "t.py::test_other"]
+    targets = [parse_test_id(name) for name in names]
+    added = {"t.py": {"assert compute(a) == 37", "assert compute(b) == 52"}}
+    inputs = calibrated({"t.py": text}, names)
+    planting = plant({"t.py": text}, targets, random.Random(0), added, inputs=inputs)
     assert [group.protective for group in planting.groups] == [True, True]
     assert sorted(len(group.members) for group in planting.groups) == [7, 8]
     assert planting.chance == pytest.approx(1 / 56)
-    seen = plant({"t.py": text}, targets, random.Random(0))  # not lines the test patch added
+    unseen = calibrated({"t.py": text}, names, added=False)  # the agent saw those lines: nothing protects
+    seen = plant({"t.py": text}, targets, random.Random(0), inputs=unseen)
     assert not any(group.protective for group in seen.groups) and seen.chance == 1.0
+    uncalibrated = plant({"t.py": text}, targets, random.Random(0), added)  # decoys that catch answer keys
+    assert uncalibrated.groups and not any(group.protective for group in uncalibrated.groups)
 
 
 # -- input leaves ---------------------------------------------------------------------------------------------
@@ -218,13 +243,15 @@ COMPUTED = textwrap.dedent(
     def test_render():
         """Docstrings are no input."""
         expected = layout(width=80)
-        assert render("north", 37) == expected
         assert f"{name}" != "x"
+        assert render("north", 37) == expected
     '''
 )
 
 
-def test_input_leaves_are_the_literals_the_test_feeds_the_code() -> None:
+def test_leaves_are_the_literals_of_the_tests_last_statement() -> None:
+    """What the last statement feeds the code and compares with: a decoy that changes only it runs as the
+    original up to there with any code, so where the bug fails the original earlier, the decoy fails alike."""
     tree = ast.parse(COMPUTED)
     function = tree.body[0]
     lines = COMPUTED.splitlines(keepends=True)
@@ -232,7 +259,7 @@ def test_input_leaves_are_the_literals_the_test_feeds_the_code() -> None:
     found = decoy_inputs.candidates("t.py::test_render", function, lines, ("south", "birch", "table"),
                                     NO_SIGHT, added)  # type: ignore[arg-type]  # fmt: skip
     texts = {test_source_text(lines, entry.leaf) for entry in found}
-    assert texts and texts <= {'"north"', "37", "80"} and all(entry.protective for entry in found)
+    assert texts == {'"north"', "37"} and all(entry.protective for entry in found)
 
 
 def test_source_text(lines: list[str], node: ast.expr) -> str:  # not a test: a helper pytest ignores

@@ -494,8 +494,11 @@ def test_a_file_python_cannot_parse_gets_no_decoys() -> None:
 
 def test_groups_stay_within_the_case_budget_and_protective_ones_come_first() -> None:
     """Each decoy runs its test's body again: groups are grown a decoy at a time, the smallest first, until the
-    chance bound is at most 2% or the cases their decoys add reach the budget; protective groups (a literal on
-    a line the test patch added) are taken first, the others get one decoy each within what is left."""
+    chance bound is at most 2% or the cases their decoys add reach the budget; protective groups (calibrated
+    literals on lines the test patch added) are taken first, the others get one decoy each within what is
+    left."""
+    from tests.grading.test_decoy_classes import calibrated
+
     text = textwrap.dedent(
         """
         import pytest
@@ -507,25 +510,25 @@ def test_groups_stay_within_the_case_budget_and_protective_ones_come_first() -> 
 
 
         def test_one_value():
-            assert size("abc") == 37
+            assert size(abc) == 37
 
 
         def test_other_value():
-            assert size("ab") == 52
+            assert size(ab) == 52
         """
     )
-    targets = [
-        parse_test_id(f"t.py::{name}") for name in ("test_many_cases", "test_one_value", "test_other_value")
-    ]
-    added = {"t.py": {'assert size("abc") == 37', 'assert size("ab") == 52'}}
+    names = ("test_many_cases", "test_one_value", "test_other_value")
+    targets = [parse_test_id(f"t.py::{name}") for name in names]
+    added = {"t.py": {"assert size(abc) == 37", "assert size(ab) == 52"}}
+    inputs = calibrated({"t.py": text}, [f"t.py::{name}" for name in names[1:]])
     for seed in range(10):
-        planting = plant({"t.py": text}, targets, random.Random(seed), added, max_cases=8)
-        assert [group.kind for group in planting.groups] == ["literal", "literal"], planting.groups
+        planting = plant({"t.py": text}, targets, random.Random(seed), added, max_cases=8, inputs=inputs)
+        assert [group.kind for group in planting.groups] == ["input", "input"], planting.groups
         assert sum(len(group.members) - 1 for group in planting.groups) == 8
         assert planting.chance == pytest.approx(1 / 25)  # 5 x 5 members: over 2%, the budget spent
-        planting = plant({"t.py": text}, targets, random.Random(seed), added, max_cases=100)
+        planting = plant({"t.py": text}, targets, random.Random(seed), added, max_cases=100, inputs=inputs)
         kinds = sorted((group.kind, group.protective) for group in planting.groups)
-        assert kinds == [("literal", True), ("literal", True), ("negation", False)], kinds
+        assert kinds == [("input", True), ("input", True), ("negation", False)], kinds
         sizes = sorted(len(group.members) for group in planting.groups if group.protective)
         assert sizes == [7, 8] and planting.chance <= 0.02  # grown evenly, to the bound and no further
         planting = plant({"t.py": text}, targets[:1], random.Random(seed), max_cases=1)
