@@ -179,11 +179,11 @@ def find(
 def learned(
     probes: Sequence[tuple[InputLeaf, str, list[str]]], outcomes: Mapping[str, str], fixed: bool = True
 ) -> dict[str, dict[str, Any]]:
-    """What a calibrating run says of each probed leaf: the values whose copy failed every case, with the
-    original, in the block's order. With the gold patch (``fixed``) the original must have passed every
-    case; with no fix, failed every one (else a copy failing tells it apart from the original, which the bug
-    does not fail in the run). ``probes``: each leaf, its original as planted, and its copies' nodes, one per
-    other value of the block, in the block's order."""
+    """What a calibrating run says of each probed leaf: its block (``block``, the original at ``index``) and
+    the places of the values whose copy failed every case (``kept``, the original's among them). With the
+    gold patch (``fixed``) the original must have passed every case; with no fix, failed every one (else a
+    copy failing tells it apart from the original, which the bug does not fail in the run). ``probes``: each
+    leaf, its original as planted, and its copies' nodes, one per other value of the block, in order."""
     from gym_swe.grading.decoy_report import member_cases
 
     kept: dict[str, dict[str, Any]] = {}
@@ -199,30 +199,40 @@ def learned(
             cases = member_cases(outcomes, copy)
             if cases and set(cases) == set(original) and all(value == "failed" for value in cases.values()):
                 chosen.append(position)
-        if len(chosen) < 2:
-            continue
-        chosen.sort()
+        values = entry.values
         kept[entry.key] = {
-            "texts": [entry.values.texts[position] for position in chosen],
-            "index": chosen.index(index),
+            "block": list(values.texts), "index": index, "kept": sorted(chosen),
             "protective": entry.protective,
-            "open_low": entry.values.open_low,
-            "open_high": entry.values.open_high,
-            "full": entry.values.full,
-        }
+            "open_low": values.open_low, "open_high": values.open_high, "full": values.full,
+        }  # fmt: skip
     return kept
 
 
 def both(fixed: Mapping[str, Any], unfixed: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The values both calibrating runs kept for each leaf (the gold patch's and the bug's): a decoy fails
-    with the fix, and with the bug fails as the original does."""
+    """The values decoys of each leaf may take: those both calibrating runs kept (a decoy fails with the fix,
+    and with the bug fails as the original does), and of those only the unbroken stretch of the block around
+    the original. A value either run did not keep is one whose copy the fix or the bug gets right, which is
+    often a value *near* the original (an input the code maps to the same result): a group with a gap in it
+    would show where the original is. So the class ends at the first such value on each side, and an end made
+    so is a known end (`decoy_values.ValueClass.chance` counts what it tells)."""
     kept: dict[str, dict[str, Any]] = {}
     for key, facts in fixed.items():
         other = unfixed.get(key)
-        if not isinstance(other, Mapping):
+        if not isinstance(other, Mapping) or other.get("block") != facts.get("block"):
             continue
-        original = facts["texts"][facts["index"]]
-        texts = [text for text in facts["texts"] if text in set(other["texts"])]
-        if len(texts) >= 2 and original in texts:
-            kept[key] = {**facts, "texts": texts, "index": texts.index(original)}
+        block, index = facts["block"], facts["index"]
+        good = set(facts["kept"]) & set(other["kept"])
+        low = high = index
+        while low - 1 >= 0 and low - 1 in good:
+            low -= 1
+        while high + 1 < len(block) and high + 1 in good:
+            high += 1
+        if high == low:
+            continue
+        kept[key] = {
+            "texts": block[low : high + 1], "index": index - low, "protective": facts["protective"],
+            "open_low": low == 0 and bool(facts["open_low"]),
+            "open_high": high == len(block) - 1 and bool(facts["open_high"]),
+            "full": facts["full"],
+        }  # fmt: skip
     return kept

@@ -270,8 +270,10 @@ test_source_text.__test__ = False  # type: ignore[attr-defined]
 
 
 def test_probes_are_learned_and_planted_again() -> None:
-    """A probe copy the gold patch failed gives its value to the leaf's class; one it passed does not; the
-    class is found again in a later copy of the file and planted as an ``input`` group."""
+    """A copy that the gold patch and the bug both failed gives its value to the leaf's class; one either of
+    them got right does not, nor does any value beyond it (a gap in a group would show where the original
+    is: such values are often near it); the class is found again in a later copy of the file and planted as
+    an ``input`` group."""
     text = "def test_it():\n    assert compute(37) == compute_expected()\n"
     targets = [parse_test_id("t.py::test_it")]
     added = {"t.py": {"assert compute(37) == compute_expected()"}}
@@ -279,18 +281,26 @@ def test_probes_are_learned_and_planted_again() -> None:
     ((entry, original, copies),) = probing.probes
     assert len(copies) == len(entry.values) - 1 and len(copies) >= 40
     ast.parse(probing.sources["t.py"])
-    outcomes = {original: "passed"}
-    passed_by_gold = copies[0]
-    for copy in copies:
-        outcomes[copy] = "passed" if copy == passed_by_gold else "failed"
-    learned = decoy_inputs.learned(probing.probes, outcomes)
-    (facts,) = learned.values()
-    assert len(facts["texts"]) == len(entry.values) - 1 and facts["texts"][facts["index"]] == "37"
-    planting = plant({"t.py": text}, targets, random.Random(2), added, inputs=learned)
+    index, texts = entry.values.index, entry.values.texts
+    assert texts[index] == "37"
+    place = {text: copy for text, copy in zip([t for i, t in enumerate(texts) if i != index], copies)}
+    gold = {original: "passed", **dict.fromkeys(copies, "failed")}
+    gold[place[texts[index - 3]]] = "passed"  # the fix gets 34 right: the class ends above it
+    bug = {original: "failed", **dict.fromkeys(copies, "failed")}
+    bug[place[texts[index + 5]]] = "passed"  # the bug gets 42 right: the class ends below it
+    calibrated = decoy_inputs.both(
+        decoy_inputs.learned(probing.probes, gold), decoy_inputs.learned(probing.probes, bug, fixed=False)
+    )
+    (facts,) = calibrated.values()
+    assert facts["texts"] == list(texts[index - 2 : index + 5]) and facts["texts"][facts["index"]] == "37"
+    assert not facts["open_low"] and not facts["open_high"]
+    planting = plant({"t.py": text}, targets, random.Random(2), added, inputs=calibrated, decoys=2)
     (group,) = planting.groups
-    assert group.kind == "input" and group.protective and 2 <= len(group.members) <= len(facts["texts"])
+    assert group.kind == "input" and group.protective and len(group.members) == 3
     planted = planting.sources["t.py"]
-    gold_passed_value = entry.values.texts[
-        next(i for i in range(len(entry.values)) if i != entry.values.index)
-    ]
-    assert f"compute({gold_passed_value})" not in planted
+    grown = plant({"t.py": text}, targets, random.Random(2), added, inputs=calibrated)
+    (group,) = (
+        grown.groups
+    )  # the run the bound asks for does not fit in 7 values: a catcher, counting for nothing
+    assert not group.protective and grown.chance == 1.0
+    assert f"compute({texts[index - 3]})" not in planted and f"compute({texts[index + 5]})" not in planted
