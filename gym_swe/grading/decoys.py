@@ -499,18 +499,23 @@ def _literal_plan(
     the members with the bug would see which (calibrated groups, `decoy_inputs`, are the ones that count).
     None when no leaf has a class."""
     best: tuple[int, decoy_text.Check, ast.expr, decoy_values.ValueClass] | None = None
-    for check in checks:
-        if check.kind != "literal" or check.literal is None:
-            continue
-        approximate = decoy_values.approximate(check.statement)
-        for leaf in decoy_values.variable_leaves(check.literal):
-            sight = replace(seen, inputs=decoy_values.inputs(function, leaf))
-            value = ast.literal_eval(leaf)
-            values = decoy_values.value_class(
-                test_source.source_of(lines, leaf), value, words, sight, approximate
-            )
-            if values is not None and (best is None or values.most > best[0]):
-                best = (values.most, check, leaf, values)
+    # What the agent sees does not matter to a group that counts for nothing: where no value is unseen
+    # (quoted in the issue, say), any value of the literal's spelling still catches an answer key.
+    for sight_of in (lambda leaf: replace(seen, inputs=decoy_values.inputs(function, leaf)), lambda _: None):
+        for check in checks:
+            if check.kind != "literal" or check.literal is None:
+                continue
+            approximate = decoy_values.approximate(check.statement)
+            for leaf in decoy_values.variable_leaves(check.literal):
+                sight = sight_of(leaf) or decoy_values.Sight()
+                value = ast.literal_eval(leaf)
+                values = decoy_values.value_class(
+                    test_source.source_of(lines, leaf), value, words, sight, approximate
+                )
+                if values is not None and (best is None or values.most > best[0]):
+                    best = (values.most, check, leaf, values)
+        if best is not None:
+            break
     if best is None:
         return None
     _, check, leaf, values = best
