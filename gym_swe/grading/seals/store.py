@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-VERSION = 7
-"""Bumped when what makes a check sealable changes: calibrations of an older version are taken again."""
+VERSION = 8
+"""Bumped whenever what a calibration learns changes (which checks can be sealed, which values decoys may
+take): calibrations of an older version are taken again."""
 
 
 def _stored_path(task: Any, key: Sequence[str]) -> Path:
