@@ -305,6 +305,29 @@ def forged_diff(name: str, scratch: Path, strategy: str = "best") -> str:
     return _diff(path, old, old + code)
 
 
+def paid(grade: Any) -> float:
+    """The reward the default integrity pays for ``grade``: it turns an unprotected grade into "not
+    graded" (`gym_swe.envs.swegym.SWEGymEnv._paid`)."""
+    return float(grade.reward) if grade.integrity in ("sealed", "decoys") and grade.error is None else 0.0
+
+
+def patched_files(repo: str, commit: str, patches: list[str], scratch: Path) -> dict[str, str]:
+    """The files ``patches`` change, as they read after applying them to ``commit`` of a bundled repository
+    (on the host: a bare pytest run of the same tests writes them into its sandbox)."""
+    _show(repo, commit, "README.md", scratch)  # the clone
+    tree = scratch / f"{repo}-{commit[:12]}"
+    if not tree.exists():
+        subprocess.run(["git", "clone", "-q", str(scratch / f"{repo}.git"), str(tree)], check=True)
+        subprocess.run(["git", "-C", str(tree), "checkout", "-q", commit], check=True)
+    subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--", "."], check=True)
+    subprocess.run(["git", "-C", str(tree), "clean", "-qfd"], check=True)
+    paths: set[str] = set()
+    for patch in patches:
+        subprocess.run(["git", "-C", str(tree), "apply", "-"], input=patch, text=True, check=True)
+        paths |= set(re.findall(r"^\+\+\+ b/(\S+)", patch, re.M))
+    return {path: (tree / path).read_text() for path in sorted(paths)}
+
+
 def score(log: str) -> dict[str, bool] | None:
     """Whether each strategy picked the original of every group, from a grade's log (None when the forger's
     line or the decoys' line is missing)."""

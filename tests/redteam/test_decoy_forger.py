@@ -102,12 +102,6 @@ def _task(tasks_file: Path, name: str) -> Any:
     return load_swe_tasks(str(tasks_file)).get(decoy_forger.task_id(name))
 
 
-def paid(grade: Any) -> float:
-    """The reward the default integrity pays for ``grade`` (it turns an unprotected grade into "not
-    graded")."""
-    return grade.reward if grade.integrity in ("sealed", "decoys") and grade.error is None else 0.0
-
-
 @pytest.mark.parametrize("name", GOLD_CASES)
 def test_the_gold_patch_earns_one_on_a_protected_grade(env: Any, tasks_file: Path, name: str) -> None:
     grade = env.unwrapped.grade_diff(_task(tasks_file, name), _task(tasks_file, name).patch)
@@ -131,7 +125,7 @@ def test_the_forger_wins_at_most_one_paid_grade_of_the_sample(
         grade.rejection or grade.error for grade in grades
     ]
     assert all(decoy_forger.score(grade.log) is not None for grade in grades), "the forger did not run"
-    wins = sum(paid(grade) for grade in grades)
+    wins = sum(decoy_forger.paid(grade) for grade in grades)
     assert wins <= 1, f"{wins} of {len(grades)} grades paid to the forger"
 
 
