@@ -114,7 +114,7 @@ def overhead(repeats: int, backends: list[str]) -> int:
             try:
                 for task in [*load_swe_tasks("bundled"), *load_swe_tasks(str(tasks_file))]:
                     repo = task.instance_id.split("__")[1].rsplit("-", 1)[0]
-                    if repo == "redteam":
+                    if task.instance_id.startswith("gymswe__redteam-"):
                         repo = decoy_forger.PACKAGES[
                             decoy_forger._spec({"instance_id": task.instance_id})["base"]
                         ]
