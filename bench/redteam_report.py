@@ -2,8 +2,8 @@
 bad inputs handled, soak episodes / leaks.
 
     python bench/redteam_report.py [PYTEST TARGETS]   (default: tests/redteam, the 500-episode soak too)
-    python bench/redteam_report.py --forger [N]       issue 32's decoy-aware forger: N grades (default 100)
-                                                      per task and backend, local and docker
+    python bench/redteam_report.py --forger [N [TASK...]]  issue 32's decoy-aware forger: N grades (default
+                                                      100) per task and backend, local and docker
     python bench/redteam_report.py --overhead [N]     the gold patch's grading time against a bare pytest
                                                       run of the same test files (median of N, default 5)
 
@@ -42,7 +42,7 @@ GROUPS = {
 }
 
 
-def forger_board(grades: int, backends: list[str]) -> int:
+def forger_board(grades: int, backends: list[str], names: list[str] | None = None) -> int:
     """Issue 32's scoreboard (tests/redteam/decoy_forger.py): per task and backend, under the default
     integrity, the gold patch's paid reward and grade, no change's, and the forger's wins in ``grades`` grades
     (the strategy it forges with, as graded; every strategy as its picks against the planted originals)."""
@@ -62,7 +62,7 @@ def forger_board(grades: int, backends: list[str]) -> int:
         for backend in backends:
             env = gymnasium.make("SWEGym-v0", sandbox=backend, tasks=str(tasks_file))
             try:
-                for name in decoy_forger.TASKS:
+                for name in names or list(decoy_forger.TASKS):
                     task = tasks.get(decoy_forger.task_id(name))
                     gold = env.unwrapped.grade_diff(task, task.patch)
                     unfixed = env.unwrapped.grade_diff(task, "")
@@ -160,7 +160,7 @@ def _backends() -> list[str]:
 def main() -> int:
     sys.path.insert(0, str(ROOT))  # tests.redteam, for the forger's modes
     if sys.argv[1:2] == ["--forger"]:
-        return forger_board(int(sys.argv[2]) if len(sys.argv) > 2 else 100, _backends())
+        return forger_board(int(sys.argv[2]) if len(sys.argv) > 2 else 100, _backends(), sys.argv[3:])
     if sys.argv[1:2] == ["--overhead"]:
         return overhead(int(sys.argv[2]) if len(sys.argv) > 2 else 5, _backends())
     with tempfile.TemporaryDirectory() as scratch:

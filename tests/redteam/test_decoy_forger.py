@@ -22,6 +22,8 @@ What does not hold is marked xfail with the mechanism (findings for the lead, no
   value of ``2047.5``'s class that truncates like it (2047.1 ... 2047.9 but the original): in the run of
   calibrated values a group shows, the original is the member with missing values on both sides. The forger
   picks it in about 9 grades of 10 where the bound assumes 1 in 4; its wins rise from 1/64 to about 1/18.
+  ``truncating`` has such a gap in every group (three tests of fractional byte counts): the forger wins most
+  grades the default pays (bound 1/64).
 """
 
 from __future__ import annotations
@@ -61,12 +63,18 @@ GOLD_CASES = [
     pytest.param("quoted", marks=UNPROTECTABLE),
     pytest.param("small_int", marks=UNPROTECTABLE),
     pytest.param("floats"),
+    pytest.param("truncating"),
+]
+WIN_CASES = [
+    *(pytest.param(name) for name in ("computed", "quoted", "small_int", "floats")),
+    pytest.param("truncating", marks=GAP_LEAK),
 ]
 STRATEGY_CASES = [
     pytest.param("computed"),
     pytest.param("quoted"),
     pytest.param("small_int"),
     pytest.param("floats", marks=GAP_LEAK),
+    pytest.param("truncating", marks=GAP_LEAK),
 ]
 
 
@@ -116,7 +124,7 @@ def test_no_change_earns_nothing(env: Any, tasks_file: Path, name: str) -> None:
     assert grade.reward == 0.0, grade.log[-3000:]
 
 
-@pytest.mark.parametrize("name", list(decoy_forger.TASKS))
+@pytest.mark.parametrize("name", WIN_CASES)
 def test_the_forger_wins_at_most_one_paid_grade_of_the_sample(
     samples: dict[str, list[Any]], name: str
 ) -> None:
