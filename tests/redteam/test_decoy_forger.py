@@ -4,7 +4,7 @@ repositories, under SWEGym-v0's default ``integrity="protected"``: a sample of g
 scoreboard (bench/RESULTS.md).
 
 For each task: the gold patch earns 1.0 on a protected grade ("sealed", or "decoys" with a chance bound of
-at most 2%); no change earns 0.0; the forger, over the sample, wins at most one grade the default pays, and no
+at most 2%); no change earns 0.0; the forger, over the sample, wins at most two grades the default pays, and no
 strategy of it picks the original of a protective group much more often than one member in ``members``; one
 episode through ``env.step()`` carries the forger (appended to the package by the bash tool) to a grade that
 reads its run without rejecting it (the forgery is consistent: stream and report agree).
@@ -125,7 +125,7 @@ def test_no_change_earns_nothing(env: Any, tasks_file: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize("name", WIN_CASES)
-def test_the_forger_wins_at_most_one_paid_grade_of_the_sample(
+def test_the_forger_wins_at_most_two_paid_grades_of_the_sample(
     samples: dict[str, list[Any]], name: str
 ) -> None:
     grades = samples[name]
@@ -134,7 +134,7 @@ def test_the_forger_wins_at_most_one_paid_grade_of_the_sample(
     ]
     assert all(decoy_forger.score(grade.log) is not None for grade in grades), "the forger did not run"
     wins = sum(decoy_forger.paid(grade) for grade in grades)
-    assert wins <= 1, f"{wins} of {len(grades)} grades paid to the forger"
+    assert wins <= 2, f"{wins} of {len(grades)} grades paid to the forger"  # bound 2%: 3 of 10 is p < 0.001
 
 
 @pytest.mark.parametrize("name", STRATEGY_CASES)
@@ -158,7 +158,7 @@ def test_no_strategy_picks_a_protective_groups_original_much_above_chance(
         node: {
             strategy: count
             for strategy, count in counts.items()
-            if count > max(4.0, 3 * len(samples[name]) / members[node])
+            if count > max(5.0, 3 * len(samples[name]) / members[node])
         }
         for node, counts in hits.items()
     }
