@@ -18,12 +18,13 @@ What does not hold is marked xfail with the mechanism (findings for the lead, no
   decoys left are a form-based ``raises``/``negation`` or an input whose change crashes the test before its
   check (an input too near the end of its calibrated values to fit a run): the grade is "unprotected", and the
   default refuses the gold patch too ("not graded");
-- ``floats``: the ``gap`` strategy. The gold patch truncates (``int(value)``), so the calibration drops every
-  value of ``2047.5``'s class that truncates like it (2047.1 ... 2047.9 but the original): in the run of
-  calibrated values a group shows, the original is the member with missing values on both sides. The forger
-  picks it in about 9 grades of 10 where the bound assumes 1 in 4; its wins rise from 1/64 to about 1/18.
-  ``truncating`` has such a gap in every group (three tests of fractional byte counts): the forger wins most
-  grades the default pays (bound 1/64).
+- ``floats`` and ``truncating``: the gold patch truncates (``int(value)``), so the calibration drops every
+  value near an input that truncates like it (2047.1 ... 2047.9 but the original 2047.5). Before 957e010 a
+  group was a run of the values kept, and the original was the member with missing values on both sides:
+  the forger's ``gap`` strategy picked it in about 9 grades of 10 (``truncating``: most grades the default
+  paid, bound 1/64). Since, a calibrated class ends at the first dropped value: no gap shows, but the runs
+  left are too short for the 2% bound, so both are "unprotected" and the default pays neither the forger
+  nor the gold patch.
 """
 
 from __future__ import annotations
@@ -52,29 +53,31 @@ UNPROTECTABLE = pytest.mark.xfail(
     "(a sealed check never fails in the run): the grade is 'unprotected' and the default does not pay the gold "
     "patch",
 )
-GAP_LEAK = pytest.mark.xfail(
-    strict=False,
-    reason="issue 32 finding: input decoys calibrated by a gold patch that maps a range of inputs to one answer "
-    "(int(), rounding) leave the original alone in a gap of its class; the forger's 'gap' strategy picks it "
-    "in ~9 grades of 10 (the bound assumes 1 of the group's members)",
+NARROW_CLASSES = pytest.mark.xfail(
+    strict=True,
+    reason="issue 32 finding, after 957e010: the gold patch truncates (int()), so the values near each input "
+    "that it maps to the original's result are dropped, and a calibrated class now ends at the first of them "
+    "(a gap would show the original, as this forger's 'gap' strategy did: 9 grades of 10): the runs left "
+    "are too short for the 2% bound, the grade is 'unprotected' and the default does not pay the gold patch",
 )
+UNPROTECTED = {"quoted", "small_int", "floats", "truncating"}
+"""The tasks whose grades the default leaves out (the forger then earns nothing, and neither does the fix)."""
 GOLD_CASES = [
     pytest.param("computed"),
     pytest.param("quoted", marks=UNPROTECTABLE),
     pytest.param("small_int", marks=UNPROTECTABLE),
-    pytest.param("floats"),
-    pytest.param("truncating"),
+    pytest.param("floats", marks=NARROW_CLASSES),
+    pytest.param("truncating", marks=NARROW_CLASSES),
 ]
 WIN_CASES = [
-    *(pytest.param(name) for name in ("computed", "quoted", "small_int", "floats")),
-    pytest.param("truncating", marks=GAP_LEAK),
+    *(pytest.param(name) for name in ("computed", "quoted", "small_int", "floats", "truncating")),
 ]
 STRATEGY_CASES = [
     pytest.param("computed"),
     pytest.param("quoted"),
     pytest.param("small_int"),
-    pytest.param("floats", marks=GAP_LEAK),
-    pytest.param("truncating", marks=GAP_LEAK),
+    pytest.param("floats"),
+    pytest.param("truncating"),
 ]
 
 
@@ -197,7 +200,7 @@ def test_an_episode_carries_the_forger_to_a_grade_that_reads_it(
     reward, terminated, _, info = run_episode(env, decoy_forger.task_id(name), [append(path, code)])
     assert terminated
     grade = info["grade"]
-    if name in ("quoted", "small_int"):  # unprotected: the default does not grade it
+    if name in UNPROTECTED:  # the default does not grade it
         assert reward == 0.0 and "not graded" in (grade["error"] or ""), grade
         return
     assert grade["rejection"] is None and grade["error"] is None, grade
