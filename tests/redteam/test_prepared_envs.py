@@ -63,9 +63,15 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         yield built
 
 
+# integrity="any": the task made here checks `add(2, 3) == 5` (a small integer: nothing protects it, so the
+# default would not grade it); these tests are about the prepared environment, not what protects a grade.
+INTEGRITY = "any"
+
+
 @pytest.fixture(scope="module")
 def local_env(world: World):  # type: ignore[no-untyped-def]
-    env = make_env("SWEGym-v0", "local", tasks=str(world.tasks), repo_source=str(world.mirrors))
+    env = make_env("SWEGym-v0", "local", tasks=str(world.tasks), repo_source=str(world.mirrors),
+                   integrity=INTEGRITY)  # fmt: skip
     yield env
     env.close()
 
@@ -78,7 +84,8 @@ def docker_env(world: World):  # type: ignore[no-untyped-def]
 
     task = load_swe_tasks(str(world.tasks)).get(TASK_ID)
     image = build_task_image(task, RepoSource(world.mirrors), log=lambda _: None)
-    env = make_env("SWEGym-v0", "docker", tasks=str(world.tasks), repo_source=str(world.mirrors))
+    env = make_env("SWEGym-v0", "docker", tasks=str(world.tasks), repo_source=str(world.mirrors),
+                   integrity=INTEGRITY)  # fmt: skip
     yield env
     env.close()
     docker_client().images.remove(image, force=True)
@@ -269,7 +276,7 @@ def test_episode_writes_never_reach_the_venv_the_prepared_checkout_or_the_next_e
     prepared = prepare_environment(task, RepoSource(world.mirrors))
     before = snapshot(prepared.path)
     env = make_env("SWEGym-v0", "local", tasks=str(world.tasks), repo_source=str(world.mirrors),
-                   source_mode=source_mode)  # fmt: skip
+                   source_mode=source_mode, integrity=INTEGRITY)  # fmt: skip
     try:
         env.reset(options={"task_id": TASK_ID})
         observations = [env.step(action)[0] for action in WRITE_THROUGH]
