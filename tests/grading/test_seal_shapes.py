@@ -12,8 +12,6 @@ fails every target that has a strong sealed check and that the bug really fails.
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -21,10 +19,10 @@ import pytest
 
 from gym_swe.grading import seals
 from gym_swe.grading.decoy_report import violations
-from gym_swe.grading.outcome_stream import RECORDS_FD_VARIABLE
 from gym_swe.grading.repository import DRIVER_SOURCE, named_back, seal_and_plant
-from gym_swe.grading.test_ids import junit_outcomes, match_outcomes
+from gym_swe.grading.test_ids import match_outcomes
 from tests.grading.test_decoys import ANSWER_KEY, FORCE_PASS, SHAPES, Shape
+from tests.grading.test_seals import run_driver
 
 FILE = "tests/test_shape.py"
 
@@ -113,19 +111,7 @@ def _write(root: Path, shape: Shape, package: str, tests: str) -> None:
 
 
 def _run(root: Path, *options: str) -> tuple[dict[str, str], list[seals.Record]]:
-    with open(root / "stream.jsonl", "wb") as stream:  # the driver's records descriptor
-        subprocess.run(
-            [sys.executable, str(root / "driver.py"), "run", str(root), "", "--", "-p", "no:cacheprovider",
-             "-o", "junit_family=xunit1", f"--junitxml={root}/report.xml", "-c", "/dev/null",
-             f"--rootdir={root}", *options, FILE],
-            cwd=root, capture_output=True, text=True, timeout=300,
-            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1",
-                 RECORDS_FD_VARIABLE: str(stream.fileno())},
-            pass_fds=(stream.fileno(),),
-        )  # fmt: skip
-    records_file = root / "stream.jsonl"
-    records = seals.read_records(records_file.read_bytes()) if records_file.exists() else []
-    return junit_outcomes((root / "report.xml").read_text()), records
+    return run_driver(root, FILE, *options)
 
 
 def _calibrate(root: Path, shape: Shape) -> dict[str, dict[str, object]]:

@@ -218,11 +218,17 @@ def _run(root: Path, code: str, text: str, *options: str) -> tuple[dict[str, str
     (root / "driver.py").write_text(DRIVER_SOURCE.decode())
     for stale in ("report.xml", "stream.jsonl"):
         (root / stale).unlink(missing_ok=True)
+    return run_driver(root, "tests/test_shop.py", *options)
+
+
+def run_driver(root: Path, test_file: str, *options: str) -> tuple[dict[str, str], list[seals.Record]]:
+    """Run ``test_file`` under ``root/driver.py`` (the grader's pytest driver) as the grader would: the
+    JUnit report's outcomes, and the sealed records the driver streamed to its records descriptor."""
     with open(root / "stream.jsonl", "wb") as stream:  # the driver's records descriptor
         subprocess.run(
             [sys.executable, str(root / "driver.py"), "run", str(root), "", "--", "-p", "no:cacheprovider",
              "-o", "junit_family=xunit1", f"--junitxml={root}/report.xml", "-c", "/dev/null",
-             f"--rootdir={root}", *options, "tests/test_shop.py"],
+             f"--rootdir={root}", *options, test_file],
             cwd=root, capture_output=True, text=True, timeout=300,
             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1",
                  RECORDS_FD_VARIABLE: str(stream.fileno())},

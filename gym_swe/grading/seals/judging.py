@@ -31,6 +31,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from gym_swe.grading.decoy_report import member_cases
 from gym_swe.grading.seals.forms import RAISES
 
 if TYPE_CHECKING:
@@ -223,17 +224,6 @@ def _by_case(records: Sequence[Record], seal: Seal) -> dict[str, list[Record]]:
     return found
 
 
-def _cases(outcomes: Mapping[str, str], node: str) -> dict[str, str]:
-    """The report's outcomes of a test's cases, by parameter suffix."""
-    found = {}
-    for report_id, outcome in outcomes.items():
-        if report_id == node:
-            found[""] = outcome
-        elif report_id.startswith(node + "["):
-            found[report_id[len(node) :]] = outcome
-    return found
-
-
 def judge(
     seals: Sequence[Seal],
     records: Sequence[Record],
@@ -276,7 +266,7 @@ def broken(
         made = _by_case(records, sealed)
         expected = expectation(sealed)
         known = (facts or {}).get(check.key)
-        for suffix, outcome in _cases(outcomes, check.node).items():
+        for suffix, outcome in member_cases(outcomes, check.node).items():
             if outcome != "passed" or (check.case and suffix != check.case):
                 continue  # a table's row is its own case's check
             case = check.node + suffix
@@ -366,7 +356,7 @@ def calibrated(
         if check.case:
             rows.setdefault((check.node, check.line), []).append(sealed)
             continue
-        cases = _cases(outcomes, check.node)
+        cases = member_cases(outcomes, check.node)
         if not cases or any(o != "passed" or check.node + s not in task_cases for s, o in cases.items()):
             continue  # not run, not passed, or a case that is not the task's (the bug may get it right)
         made = _by_case(records, sealed)
@@ -383,7 +373,7 @@ def calibrated(
         ):
             found[check.key] = facts
     for (node, _), table in rows.items():  # a table is sealed whole: every row passed, as recorded
-        cases = _cases(outcomes, node)
+        cases = member_cases(outcomes, node)
         if set(cases) != {sealed.check.case for sealed in table}:
             continue  # more cases than rows (a parametrised class or fixture), or a row not run
         if all(cases[sealed.check.case] == "passed" and _row_held(sealed, records) for sealed in table):
