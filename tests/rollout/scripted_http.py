@@ -49,6 +49,15 @@ class ScriptedServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 answer = server._next(self.path, body, self.headers.get("Authorization"))
+                done = False
+
+                def leave() -> None:
+                    nonlocal done
+                    if not done:
+                        done = True
+                        with server._lock:
+                            server.in_flight -= 1
+
                 try:
                     time.sleep(answer.delay)
                     data = answer.body if isinstance(answer.body, str) else json.dumps(answer.body)
@@ -57,12 +66,14 @@ class ScriptedServer:
                         self.send_header(name, value)
                     self.send_header("Content-Length", str(len(data.encode())))
                     self.end_headers()
+                    # Counted out before the body goes: once the client has the body it may send its next
+                    # request, which a decrement after the write could find still counted (5 of 4 in flight).
+                    leave()
                     self.wfile.write(data.encode())
                 except OSError:
                     pass  # the client gave up waiting
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                    leave()
 
             def log_message(self, *args: object) -> None:
                 pass
