@@ -1,0 +1,1 @@
+"""Test runners, one module each (`base` says what a runner is)."""
