@@ -61,6 +61,11 @@ class TaskFormatError(TaskError):
     """A task record (a dataset row) is missing a field or has one of the wrong type."""
 
 
+class TaskRefused(TaskError):
+    """A well-formed record of a task gym_swe cannot grade (its test ids are none its runner reads, nothing is
+    left of FAIL_TO_PASS once excluded): that task is refused where it is loaded, the others load."""
+
+
 class GradingError(GymSweError):
     """The grader could not run the tests (never raised for tests that merely fail)."""
 

@@ -46,7 +46,10 @@ EXCLUDE_HINT = (
 # Errors a grade can meet, by a phrase of their message, with what to do. The message itself says what
 # went wrong; this says how to get past it.
 ADVICE = (
-    ("not pytest node ids", "gym_swe grades repositories with pytest: leave this task out of the source."),
+    ("test id(s) are not",
+     "the record's ids are written for another test runner: name it in the record's test_runner field."),
+    ("every FAIL_TO_PASS test is excluded",
+     "nothing would tell a fix from no fix on this machine: leave this task out of the source."),
     ("test patch does not apply",
      "the record's test_patch must apply to base_commit: check both fields of the record."),
     ("no usable pytest",
@@ -250,13 +253,23 @@ def validate(
     from gym_swe.envs.unwrapped import tool_env
 
     env = tool_env(gymnasium.make(env_id, **kwargs))
-    selected = [env.tasks.get(task_id) for task_id in task_ids] if task_ids else list(env.tasks)
+    refused = env.tasks.refused
+    if task_ids:
+        selected = [task_id if task_id in refused else env.tasks.get(task_id) for task_id in task_ids]
+    else:
+        selected = [*env.tasks, *refused]
     progress = progress or Progress(file=None)
 
     def reported(task: Any) -> dict[str, Any]:
-        done = row(task)
+        done = refused_row(task) if isinstance(task, str) else row(task)
         progress.done(done)  # here, in the task's thread: before the pool starts the next task
         return done
+
+    def refused_row(task_id: str) -> dict[str, Any]:
+        """A task refused where it loaded: its reason, the one line the loader gave."""
+        why = refused[task_id]
+        return {"task_id": task_id, "ok": False, "error": why, "problem": with_advice(why, advice(why)),
+                "dropped_ids": [], "excluded_tests": [], "seconds": 0.0}  # fmt: skip
 
     def row(task: Any) -> dict[str, Any]:
         progress.phase(task.task_id, "starting")

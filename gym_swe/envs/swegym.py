@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_swe.envs.base import ToolEnv, system_prompt
-from gym_swe.errors import ConfigError, unknown_name
+from gym_swe.errors import ConfigError, TaskRefused, unknown_name
 from gym_swe.grading import seals
 from gym_swe.grading.base import Grade
 from gym_swe.grading.changes import Entry, manifest, take_diff
@@ -206,7 +206,14 @@ class SWEGymEnv(ToolEnv):
                 f"exclude_tests: {unknown} are not FAIL_TO_PASS or PASS_TO_PASS ids of any task in "
                 f"{source!r}; give ids exactly as the records have them"
             )
-        return TaskSet([without_tests(task, self.exclude_tests) for task in tasks], tasks.source)
+        kept, refused = [], dict(tasks.refused)
+        for task in tasks:
+            try:
+                kept.append(without_tests(task, self.exclude_tests))
+            except TaskRefused as error:  # that task alone
+                logger.warning("refused %s", error)
+                refused[task.instance_id] = str(error)
+        return TaskSet(kept, tasks.source, refused)
 
     def image_for(self, task: SWETask) -> str:
         if isinstance(self.image, str):

@@ -56,13 +56,12 @@ from gym_swe.grading.outcome_stream import (
     cross_check,
     read_stream,
 )
+from gym_swe.grading.runners import runner_named
 from gym_swe.grading.test_ids import (
     JUnitReportError,
-    files_to_run,
     junit_outcomes,
     match_outcomes,
     parse_test_id,
-    unsupported,
 )
 from gym_swe.sandbox.base import Sandbox
 from gym_swe.tasks.swe import SWETask
@@ -102,9 +101,12 @@ class Environment:
         return ["-c", self.config or NO_CONFIG, f"--rootdir={self.rootdir}"]
 
 
-def probe_environment(sandbox: Sandbox, workdir: str, files: Sequence[str] = ()) -> Environment:
+def probe_environment(
+    sandbox: Sandbox, workdir: str, files: Sequence[str] = (), needs_pytest: bool = True
+) -> Environment:
     """Probe the task's python in ``sandbox``, which must be pristine (nothing of the agent's applied);
-    ``files``: the test files the grade will run (they decide pytest's configuration file and rootdir)."""
+    ``files``: the test files the grade will run (they decide pytest's configuration file and rootdir);
+    ``needs_pytest``: whether the task's runner is pytest (another runner's environment need not hold it)."""
     sandbox.write_file(f"{GRADER_DIR}/driver.py", DRIVER_SOURCE)
     arguments = " ".join(shlex.quote(path) for path in [workdir, *files])
     run = sandbox.exec(
@@ -118,11 +120,11 @@ def probe_environment(sandbox: Sandbox, workdir: str, files: Sequence[str] = ())
         raise GradingError(
             f"could not probe the task's python (exit {run.exit_code}): {run.output.strip()[-1500:]}"
         ) from None
-    if not report.get("pytest"):
+    if needs_pytest and not report.get("pytest"):
         raise GradingError(f"the task's environment has no usable pytest: {report.get('error')}")
     return Environment(
         python=str(report["python"]),
-        pytest=str(report["pytest"]),
+        pytest=str(report.get("pytest") or ""),
         plugins=tuple(module for _, module in report["plugins"]),
         shadowable=frozenset(report["shadowable"]),
         editable={str(path): frozenset(names) for path, names in report.get("editable", {}).items()},
@@ -288,19 +290,73 @@ def _grade(
     inputs: Mapping[str, Any] | None = None,
 ) -> tuple[Grade, dict[str, dict[str, object]]]:
     """Grade ``diff``; with it, in CALIBRATE mode, the checks that can be sealed (key -> facts); in LEARN
-    mode, each sealed check's key -> whether the run's records of it did not hold (``bug_fails``)."""
+    mode, each sealed check's key -> whether the run's records of it did not hold (``bug_fails``).
+
+    The grade's tests carry the task's own ids, whatever node ids its runner graded them under."""
+    names: dict[str, str] = {}
+    grade, learned = _graded(
+        sandbox, task, diff, reward, timeout, workdir, pytest_args, environment, pristine, sealed, mode,
+        inputs, names,
+    )  # fmt: skip
+    return _named_as_the_task(grade, names), learned
+
+
+def _named_as_the_task(grade: Grade, names: Mapping[str, str]) -> Grade:
+    """``grade`` with each node id its runner graded a test under (``names``: node id -> the task's id)
+    given back as the task's id."""
+    if not names:
+        return grade
+    return replace(
+        grade,
+        tests=tuple(replace(test, name=names.get(test.name, test.name)) for test in grade.tests),
+        groups={key: tuple(names.get(name, name) for name in ids) for key, ids in grade.groups.items()},
+    )
+
+
+def _node_named(task: SWETask, nodes: Mapping[str, str], names: dict[str, str]) -> SWETask:
+    """``task`` with its ids replaced by the node ids its runner found for them (``nodes``), each noted in
+    ``names`` (node id -> id); an id no test answers to is kept as it is, and fails as a test not run."""
+    for raw, node in nodes.items():
+        names.setdefault(node, raw)
+    return replace(
+        task,
+        fail_to_pass=tuple(dict.fromkeys(nodes.get(raw, raw) for raw in task.fail_to_pass)),
+        pass_to_pass=tuple(dict.fromkeys(nodes.get(raw, raw) for raw in task.pass_to_pass)),
+    )
+
+
+def _graded(
+    sandbox: Sandbox,
+    task: SWETask,
+    diff: str,
+    reward: str,
+    timeout: float,
+    workdir: str,
+    pytest_args: tuple[str, ...],
+    environment: Environment | None,
+    pristine: dict[str, Entry] | None,
+    sealed: Mapping[str, seals.Facts],
+    mode: str,
+    inputs: Mapping[str, Any] | None,
+    names: dict[str, str],
+) -> tuple[Grade, dict[str, dict[str, object]]]:
     calibrating = mode == CALIBRATE
     start = time.monotonic()
+    runner = runner_named(task.test_runner)
     expected = list(task.fail_to_pass) + list(task.pass_to_pass)
-    foreign = unsupported(expected)
+    foreign = runner.unsupported(expected)
     if foreign:
         raise GradingError(
-            f"{task.instance_id}: {len(foreign)} test id(s) are not pytest node ids (e.g. {foreign[0]!r}); "
-            "gym_swe runs repository tests with pytest only"
+            f"{task.instance_id}: {len(foreign)} test id(s) are not {runner.name} test ids (e.g. "
+            f"{foreign[0]!r})"
         )
-    files = files_to_run(expected)
+    if pytest_args and runner.name != "pytest":
+        raise GradingError(
+            f"{task.instance_id}: pytest_args are for pytest; its tests run under {runner.name}"
+        )
+    files = runner.test_files(expected, task.test_patch)
     if environment is None:
-        environment = probe_environment(sandbox, workdir, files)
+        environment = probe_environment(sandbox, workdir, files, runner.needs_pytest)
     if pristine is None:
         pristine = manifest(sandbox, workdir)
     filtered = filter_diff(diff, task.test_patch, environment.shadowable, environment.editable)
@@ -329,7 +385,8 @@ def _grade(
             ))  # fmt: skip
     # What the agent saw of the test files (the agent's diff never changes them): a decoy's value must be
     # written there exactly where its original's is.
-    pristine_tests = _read_tests(sandbox, task, workdir) if mode in (GRADE, PROBE) else {}
+    target_files = _files_of(task.fail_to_pass) if runner.name == "pytest" else files
+    pristine_tests = _read_tests(sandbox, target_files, workdir) if mode in (GRADE, PROBE) else {}
     sandbox.write_file(f"{GRADER_DIR}/test.diff", task.test_patch.encode("utf-8", "surrogateescape"))
     applied = _apply(sandbox, f"{GRADER_DIR}/test.diff", workdir, fallback=True)
     if applied is not None:
@@ -337,6 +394,9 @@ def _grade(
     # Nothing of what grading was given stays where the test run could read it: the test patch would show
     # which of the tests it finds are the task's own and which are decoys.
     sandbox.exec(f"rm -f {GRADER_DIR}/agent.diff {GRADER_DIR}/test.diff", timeout=60)
+    if runner.name != "pytest":  # from here on the task's tests are named by node ids
+        task = _node_named(task, runner.node_ids(expected, _read_tests(sandbox, files, workdir)), names)
+        expected = list(task.fail_to_pass) + list(task.pass_to_pass)
 
     sealing, planting = _seal_and_plant(
         sandbox, task, workdir, sealed, calibrating, decoys=mode == GRADE, pristine=pristine_tests,
@@ -353,16 +413,15 @@ def _grade(
     # What the code under test can read while it runs, the sealed files included: a literal there is no secret
     visible = _scan(sandbox, workdir, _needles(sealed)) if mode == LEARN else set()
     report = f"{GRADER_DIR}/report.xml"
-    pytest_options = [
+    options = [
         "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-rA", "--continue-on-collection-errors",
-        f"--junitxml={report}", *environment.config_options(), *pytest_args, *files,
-    ]  # fmt: skip
-    hosted = " self-hosted" if environment.self_hosted else ""
-    plugins = shlex.quote(",".join(environment.plugins))
-    command = (
-        f"cd {shlex.quote(workdir)} && python {GRADER_DIR}/driver.py run {shlex.quote(workdir)} "
-        f"{plugins}{hosted} -- {' '.join(map(shlex.quote, pytest_options))}"
-    )
+        f"--junitxml={report}", *pytest_args,
+    ] if runner.junit else []  # fmt: skip
+    driver = f"{GRADER_DIR}/driver.py"
+    if runner.driver:
+        driver = f"{GRADER_DIR}/runner.py"
+        sandbox.write_file(driver, runner.driver_source())
+    command = runner.command(workdir, driver, files, environment, options)
     run = sandbox.exec(
         command,
         timeout=timeout,
@@ -373,10 +432,11 @@ def _grade(
             "PYTEST_ADDOPTS": "",
             "PYTEST_PLUGINS": "",
             RECORDS_FD_VARIABLE: str(RECORDS_FD),
+            **runner.environment(),
         },
         records=MAX_STREAM_BYTES,
     )
-    log.append(f"$ pytest {' '.join(pytest_options)}\n[exit {run.exit_code}"
+    log.append(f"$ {command.partition(' && ')[2] or command}\n[exit {run.exit_code}"
                f"{', timed out' if run.timed_out else ''}]\n{run.output[-30_000:]}")  # fmt: skip
     if run.records is None:
         raise GradingError(f"the {type(sandbox).__name__} gave the test run no record stream")
@@ -391,15 +451,21 @@ def _grade(
             task, filtered.diff, {}, reward, log, start,
             rejection=f"the test run cannot be trusted: {error}, so it was not written by the runner alone",
         ))  # fmt: skip
-    try:
-        reported = junit_outcomes(_read_report(sandbox, report))
-    except (OSError, FileTooLargeError, JUnitReportError) as error:
-        if run.timed_out:
-            reason = "timed out"
-        else:
-            reason = f"wrote no readable report (exit {run.exit_code}: {_cause(run.output) or error})"
+    reported: dict[str, str] | None = None
+    if runner.junit:
+        try:
+            reported = junit_outcomes(_read_report(sandbox, report))
+        except (OSError, FileTooLargeError, JUnitReportError) as error:
+            if run.timed_out:
+                reason = "timed out"
+            else:
+                reason = f"wrote no readable report (exit {run.exit_code}: {_cause(run.output) or error})"
+            return _unsealed(
+                _result(task, filtered.diff, {}, reward, log, start, rejection=f"the test run {reason}")
+            )
+    elif run.timed_out and not streamed.finished:
         return _unsealed(
-            _result(task, filtered.diff, {}, reward, log, start, rejection=f"the test run {reason}")
+            _result(task, filtered.diff, {}, reward, log, start, rejection="the test run timed out")
         )
     log.append(f"record stream: {streamed.tests} test(s), {len(streamed.records)} sealed record(s)"
                f"{'' if streamed.finished else ', no end line'}")  # fmt: skip
@@ -407,9 +473,10 @@ def _grade(
         return _unsealed(_result(
             task, filtered.diff, {}, reward, log, start,
             rejection="the test run did not finish: its record stream has no end line (the session never "
-            "ended, or the run cut the stream), yet it left a report",
+            f"ended, or the run cut the stream){', yet it left a report' if runner.junit else ''}"
+            f" (exit {run.exit_code}: {_cause(run.output) or 'no error line'})",
         ))  # fmt: skip
-    differs = cross_check(streamed, reported)
+    differs = cross_check(streamed, reported) if reported is not None else None
     if differs is not None:
         log.append(f"JUnit report against the record stream: {differs}")
         return _unsealed(_result(
@@ -522,10 +589,15 @@ def _unprotected(task: SWETask, sealing: seals.Sealing, facts: Mapping[str, seal
     return {raw for raw in task.fail_to_pass if parse_test_id(raw).node not in protected}
 
 
-def _read_tests(sandbox: Sandbox, task: SWETask, workdir: str) -> dict[str, str]:
-    """The task's FAIL_TO_PASS test files as they are in ``sandbox`` ("" for one that is not there)."""
+def _files_of(ids: Sequence[str]) -> list[str]:
+    """The files of the tests (node ids) ``ids``."""
+    return sorted({t.file for t in map(parse_test_id, ids) if t.file})
+
+
+def _read_tests(sandbox: Sandbox, files: Sequence[str], workdir: str) -> dict[str, str]:
+    """The test files ``files`` as they are in ``sandbox`` ("" for one that is not there)."""
     found = {}
-    for path in sorted({t.file for t in map(parse_test_id, task.fail_to_pass) if t.file}):
+    for path in files:
         try:
             data = sandbox.read_file(f"{workdir}/{path}", max_bytes=MAX_TEST_FILE_BYTES)
         except (FileNotFoundError, IsADirectoryError, FileTooLargeError):

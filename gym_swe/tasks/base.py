@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from gym_swe.errors import TaskError, TaskFormatError, missing_dependency, unknown_name
+from gym_swe.errors import TaskError, TaskFormatError, TaskRefused, missing_dependency, unknown_name
 
 
 class Task(Protocol):
@@ -21,8 +21,17 @@ T = TypeVar("T", bound=Task)
 class TaskSet(Generic[T]):
     """Tasks by id, in their source's order. An unknown id fails with the nearest known ones."""
 
-    def __init__(self, tasks: Sequence[T], source: str) -> None:
+    def __init__(self, tasks: Sequence[T], source: str, refused: Mapping[str, str] | None = None) -> None:
+        self.refused = dict(refused or {})
+        """Ids of the source's tasks that cannot be graded here -> why (refused at load, the others kept)."""
         if not tasks:
+            if self.refused:
+                task_id, why = next(iter(self.refused.items()))
+                raise TaskRefused(
+                    f"every task of {source!r} is refused ({len(self.refused)}): {task_id}: {why}"
+                    if len(self.refused) > 1
+                    else why
+                )
             raise TaskError(f"the task source {source!r} holds no tasks")
         self.source = source
         self._tasks: dict[str, T] = {}
@@ -48,6 +57,8 @@ class TaskSet(Generic[T]):
         try:
             return self._tasks[task_id]
         except (KeyError, TypeError):
+            if isinstance(task_id, str) and task_id in self.refused:
+                raise TaskRefused(self.refused[task_id]) from None
             raise TaskError(unknown_name(f"task id in {self.source!r}:", task_id, self._tasks)) from None
 
     def __getitem__(self, index: int) -> T:

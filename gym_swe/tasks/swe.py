@@ -18,7 +18,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gym_swe.errors import TaskFormatError
+from gym_swe.errors import TaskFormatError, TaskRefused
+from gym_swe.grading.runners import RUNNERS, runner_name, runner_named
 from gym_swe.tasks.base import TaskSet, load_source, read_hub_rows, read_rows, require_fields
 from gym_swe.tasks.swebench_specs import swebench_environment
 from gym_swe.tasks.test_ids import is_log_fragment
@@ -146,6 +147,9 @@ class SWETask:
     """Ids taken out of FAIL_TO_PASS / PASS_TO_PASS at load because they name no test (log fragments)."""
     excluded_tests: tuple[str, ...] = ()
     """Tests taken out because the record (``exclude_tests``) or the user excluded them."""
+    test_runner: str = "pytest"
+    """The runner its tests take (`gym_swe.grading.runners`): the record's ``test_runner``, else its
+    repository's (Django's and sympy's own), else pytest."""
 
     @property
     def task_id(self) -> str:
@@ -178,8 +182,9 @@ def without_tests(task: SWETask, names: Iterable[str]) -> SWETask:
         return task
     kept = tuple(t for t in task.fail_to_pass if t not in names)
     if not kept:
-        raise TaskFormatError(
-            f"{task.instance_id}: excluding {sorted(names)} leaves no FAIL_TO_PASS test; exclude fewer tests"
+        raise TaskRefused(
+            f"{task.instance_id}: cannot be graded here: every FAIL_TO_PASS test is excluded "
+            f"({', '.join(map(repr, sorted(names & set(task.fail_to_pass))))}), so nothing would tell a fix"
         )
     excluded = [t for t in (*task.fail_to_pass, *task.pass_to_pass) if t in names]
     return replace(
@@ -213,6 +218,17 @@ def task_from_row(row: Mapping[str, Any], number: int, source: str) -> SWETask:
         raise TaskFormatError(
             f"{where}: FAIL_TO_PASS is empty; a task needs at least one test that must pass"
         )
+    try:
+        runner = runner_name(row["repo"], str(row.get("test_runner") or ""))
+    except ValueError as error:
+        raise TaskFormatError(f"{where}: field 'test_runner': {error}") from None
+    foreign = runner_named(runner).unsupported([*fail_to_pass, *pass_to_pass])
+    if foreign:
+        raise TaskRefused(
+            f"{row['instance_id']}: cannot be graded here: {len(foreign)} test id(s) are not {runner} test "
+            f"ids (e.g. {foreign[0]!r}); give the record the runner its ids are written for (test_runner: "
+            f"{', '.join(RUNNERS)})"
+        )
     environment = row.get("environment")
     if environment is None or environment == "":  # SWE-bench's own tables, where swebench is installed
         environment = swebench_environment(row["repo"], text["version"])
@@ -233,6 +249,7 @@ def task_from_row(row: Mapping[str, Any], number: int, source: str) -> SWETask:
         environment_setup_commit=text["environment_setup_commit"],
         created_at=text["created_at"],
         image=text["image"],
+        test_runner=runner,
     )
     excluded = _id_list(row.get("exclude_tests") or [], "exclude_tests", where)
     return without_tests(task, excluded)
@@ -261,7 +278,14 @@ NAMED_SOURCES: dict[str, Callable[[], list[dict[str, Any]]]] = {
 def load_swe_tasks(source: str = "bundled") -> TaskSet[SWETask]:
     """The tasks of ``source`` (cached): a name of ``NAMED_SOURCES`` or a .jsonl/.parquet path."""
     rows, name = load_source(source, NAMED_SOURCES)
-    return TaskSet([task_from_row(row, number, name) for number, row in enumerate(rows, start=1)], name)
+    tasks, refused = [], {}
+    for number, row in enumerate(rows, start=1):
+        try:
+            tasks.append(task_from_row(row, number, name))
+        except TaskRefused as error:  # that task alone: the others load
+            logger.warning("%s: refused %s", name, error)
+            refused[str(row["instance_id"])] = str(error)
+    return TaskSet(tasks, name, refused)
 
 
 IMAGE_NAMINGS = ("auto", "swe-gym", "swe-bench", "gym-swe")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gym_swe.errors import TaskError, TaskFormatError
+from gym_swe.errors import TaskError, TaskFormatError, TaskRefused
 from gym_swe.grading.test_ids import unsupported
 from gym_swe.tasks import swe
 from gym_swe.tasks.repos import checkout
@@ -56,7 +56,8 @@ def test_checkouts_hold_no_history_after_the_base_commit() -> None:
 def test_swe_bench_parquet_files_load(shared_data: Path, name: str) -> None:
     pytest.importorskip("pyarrow")
     tasks = load_swe_tasks(str(shared_data / "swe-bench" / name))
-    assert len(tasks) == (300 if "Lite" in name else 500)
+    assert len(tasks) + len(tasks.refused) == (300 if "Lite" in name else 500)
+    assert {task_id.split("__")[0] for task_id in tasks.refused} <= {"django", "sympy"}
     for task in tasks:
         assert task.fail_to_pass and isinstance(task.pass_to_pass, tuple)
         assert task.image
@@ -117,7 +118,7 @@ def test_named_sources_and_hub_loading(shared_data: Path, tmp_path: Path, monkey
         tasks = load_swe_tasks("swe-bench-lite")
     finally:
         load_swe_tasks.cache_clear()
-    assert len(tasks) == 300 and tasks[0].source == "swe-bench-lite"
+    assert len(tasks) + len(tasks.refused) == 300 and tasks[0].source == "swe-bench-lite"
 
 
 @pytest.mark.parametrize(("packages", "version", "pin"), [
@@ -159,12 +160,37 @@ def test_environment_spec_from_a_json_string() -> None:
     assert spec.variables == {"B": "2", "SETUPTOOLS_SCM_PRETEND_VERSION": "2.3"}
 
 
-def test_exclusions_that_leave_nothing_to_fix_fail(tmp_path: Path) -> None:
-    row = json.loads((bundled_data_dir() / "tasks.jsonl").read_text().splitlines()[0])
-    row["exclude_tests"] = list(row["FAIL_TO_PASS"])
-    (tmp_path / "t.jsonl").write_text(json.dumps(row) + "\n")
-    with pytest.raises(TaskFormatError, match="leaves no FAIL_TO_PASS test; exclude fewer tests"):
-        load_swe_tasks(str(tmp_path / "t.jsonl"))
+def test_a_task_whose_exclusions_leave_nothing_to_fix_is_refused_alone(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in (bundled_data_dir() / "tasks.jsonl").read_text().splitlines()[:2]]
+    rows[0]["exclude_tests"] = list(rows[0]["FAIL_TO_PASS"])  # requests-1724: every one needs the network
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    tasks = load_swe_tasks(str(tmp_path / "t.jsonl"))
+    assert tasks.ids == [rows[1]["instance_id"]]
+    assert (
+        "cannot be graded here: every FAIL_TO_PASS test is excluded" in tasks.refused[rows[0]["instance_id"]]
+    )
+    with pytest.raises(TaskRefused, match=f"^{rows[0]['instance_id']}: cannot be graded here"):
+        tasks.get(rows[0]["instance_id"])
+    (tmp_path / "one.jsonl").write_text(json.dumps(rows[0]) + "\n")
+    with pytest.raises(TaskRefused, match="every FAIL_TO_PASS test is excluded"):
+        load_swe_tasks(str(tmp_path / "one.jsonl"))
+
+
+def test_ids_no_runner_reads_refuse_their_task_alone_and_a_record_may_name_its_runner(tmp_path: Path) -> None:
+    rows = [json.loads(line) for line in (bundled_data_dir() / "tasks.jsonl").read_text().splitlines()[:2]]
+    rows[0]["FAIL_TO_PASS"] = [
+        "test_reverse (urlpatterns.tests.SimplifiedURLTests)"
+    ]  # Django's, under pytest
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    tasks = load_swe_tasks(str(tmp_path / "t.jsonl"))
+    assert tasks.ids == [rows[1]["instance_id"]] and tasks[0].test_runner == "pytest"
+    assert "1 test id(s) are not pytest test ids" in tasks.refused[rows[0]["instance_id"]]
+    rows[1]["test_runner"] = "nose"
+    (tmp_path / "bad.jsonl").write_text(json.dumps(rows[1]) + "\n")
+    with pytest.raises(
+        TaskFormatError, match="field 'test_runner': unknown test runner 'nose'; choose one of pytest"
+    ):
+        load_swe_tasks(str(tmp_path / "bad.jsonl"))
 
 
 def test_swe_bench_lite_dev_split(shared_data: Path, tmp_path: Path, monkeypatch) -> None:

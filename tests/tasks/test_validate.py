@@ -109,7 +109,7 @@ def test_log_fragments_are_dropped_with_a_warning_and_reported(report: dict, rec
     ("needs-network", "did not pass with it"),
     ("passes-unfixed", "resolved without any change"),
     ("test-patch-stale", "the test patch does not apply"),
-    ("django-ids", "not pytest node ids"),
+    ("django-ids", "django-ids: cannot be graded here: 1 test id(s) are not pytest test ids"),
     ("no-mirror", "no mirror of 'acme/other' in"),
     ("no-python", "Python 2.1 is not available here"),
     ("install-fails", "preparing install-fails failed at `cd /testbed && echo half-built >&2; exit 3` (exit 3)"),

@@ -19,7 +19,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from gym_swe.grading.repository import Environment
 
 
 class TestRunner(ABC):
@@ -30,7 +33,13 @@ class TestRunner(ABC):
     name: ClassVar[str]
     """What records and the CLI call it (``pytest``, ``django``, ``sympy``)."""
     driver: ClassVar[str]
-    """The file name, in this package's directory, of the shim the grading sandbox runs."""
+    """The file name, in this package's directory, of the shim the grading sandbox runs ("": the pytest
+    driver itself, which the grader writes for every runner as ``driver.py``, so that a shim can import its
+    stream and its sealed checks' recorder from beside it)."""
+    needs_pytest: ClassVar[bool] = False
+    """The environment must hold pytest (the probe says why not where it does not)."""
+    junit: ClassVar[bool] = False
+    """The run also writes pytest's JUnit report, which the grader cross-checks against the stream."""
 
     def driver_source(self) -> bytes:
         return Path(__file__).with_name(self.driver).read_bytes()
@@ -51,10 +60,18 @@ class TestRunner(ABC):
         no test of those files answers to (it fails)."""
 
     @abstractmethod
-    def command(self, workdir: str, driver: str, files: Sequence[str]) -> str:
+    def command(
+        self,
+        workdir: str,
+        driver: str,
+        files: Sequence[str],
+        environment: Environment,
+        options: Sequence[str],
+    ) -> str:
         """The shell command that runs the tests of ``files`` (all of them, decoys included) in ``workdir``
         through the shim at ``driver`` with the task's ``python``, streaming to the records descriptor that
-        ``GYM_SWE_RECORDS_FD`` names."""
+        ``GYM_SWE_RECORDS_FD`` names; ``environment``: what the probe found in the pristine sandbox;
+        ``options``: the grader's options for the runner (pytest's: its JUnit report) and the user's."""
 
     def environment(self) -> dict[str, str]:
         """Variables the run needs beside the grader's own."""
