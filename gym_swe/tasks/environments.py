@@ -44,7 +44,7 @@ from gym_swe.sandbox.local import DEFAULT_PATH, LocalSandbox
 from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
 from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
 from gym_swe.tasks.interpreters import Interpreter, find_interpreter
-from gym_swe.tasks.repos import RepoSource, cache_root, checkout, file_lock, git, mirror, safe_name
+from gym_swe.tasks.repos import RepoSource, cache_root, checkout, file_lock, mirror, safe_name
 from gym_swe.tasks.swe import SWETask
 
 logger = logging.getLogger("gym_swe")
@@ -247,16 +247,36 @@ def own_runner(task: SWETask, tree: Path) -> bool:
     return bool(task.environment.install) and is_pytest(tree)
 
 
+SETTLE_INSTALL = """\
+set -e
+# tracked files the install changed (sphinx's pins in setup.py and tox.ini) are committed on top of the base
+# commit, dated as it is, so the same task always gets the same commit
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  date=$(git log -1 --format=%cI HEAD)
+  GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date git -c user.name=gym_swe -c user.email=gym_swe@localhost \\
+    commit --quiet --no-verify --all -m "gym_swe: the task's install commands changed these files"
+fi
+# what it added is ignored
+added=$(git ls-files --others --exclude-standard --directory)
+if [ -n "$added" ]; then
+  mkdir -p .git/info
+  echo "# built by the task's install commands (gym_swe prepare)" >> .git/info/exclude
+  printf '%s\\n' "$added" | sed 's|^|/|' >> .git/info/exclude
+fi
+"""
+"""Run in a prepared checkout after its install commands (here, and as a step of a task's docker image), so
+that an episode's ``git status`` shows only the agent's own changes and ``git checkout -- .`` keeps what the
+install changed: those files are part of the checkout the agent's changes are taken against, never its own."""
+
+
 def _ignore_generated(testbed: Path) -> None:
-    """Tell git to ignore what the install added, so an episode's ``git status`` shows only its changes."""
-    added = git("ls-files", "--others", "--exclude-standard", "--directory", "-z", cwd=testbed)
-    paths = [path for path in added.split("\0") if path]
-    if paths:
-        exclude = testbed / ".git" / "info" / "exclude"
-        exclude.parent.mkdir(parents=True, exist_ok=True)
-        lines = "".join(f"/{path}\n" for path in paths)
-        with exclude.open("a") as handle:
-            handle.write("# built by the task's install commands (gym_swe prepare)\n" + lines)
+    """`SETTLE_INSTALL` in ``testbed``, with the host's git and no configuration but gym_swe's."""
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "HOME": str(cache_root())}
+    done = subprocess.run(["sh", "-c", SETTLE_INSTALL], cwd=testbed, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise TaskError(
+            f"could not settle what the install changed in {testbed}: {done.stderr.strip()[-1000:]}"
+        )
 
 
 def _write_metadata(root: Path, interpreter: Interpreter, requirements: list[str]) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from gym_swe.sandbox.docker import BASE_IMAGE, docker_client
 from gym_swe.sandbox.images import existing_recipe
+from gym_swe.tasks.environments import SETTLE_INSTALL
 from gym_swe.tasks.repos import RepoSource, checkout
 from gym_swe.tasks.swe import SWETask, docker_image
 
@@ -40,6 +41,8 @@ def dockerfile(task: SWETask, base: str) -> str:
     lines += [f"ENV PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
               f"ENV VIRTUAL_ENV={VENV}", "WORKDIR /testbed"]  # fmt: skip
     lines += [f"RUN {command}" for command in spec.install]
+    if spec.install:
+        lines.append(f"RUN sh -c {shlex.quote(SETTLE_INSTALL)}")
     return "\n".join(lines) + "\n"
 
 

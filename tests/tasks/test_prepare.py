@@ -26,7 +26,7 @@ from gym_swe.tasks.repos import RepoSource, checkout
 from gym_swe.tasks.swe import load_swe_tasks
 from gym_swe.validate import _problem
 from tests.conftest import require_bwrap
-from tests.tasks.local_repos import World, git, record, verpkg_world, write, write_records
+from tests.tasks.local_repos import INSTALL, World, git, record, verpkg_world, write, write_records
 
 SUBMIT = '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
 
@@ -99,6 +99,30 @@ def test_episodes_and_grading_use_the_prepared_checkout(world: World) -> None:
     assert outcomes["tests/test_fix.py::test_add"] == "passed"
     assert outcomes["tests/test_pkg.py::test_generated_module"] == "failed"
     assert outcomes["tests/test_pkg.py::test_installed_metadata"] == "passed"
+
+
+def test_tracked_files_the_install_changes_are_not_the_agents(world: World, tmp_path: Path) -> None:
+    """SWE-bench's sphinx installs pin packages by editing setup.py and tox.ini: an episode's ``git status``
+    shows none of it, and an agent that runs ``git checkout -- .`` has none of it in its graded diff."""
+    pins = "echo '# pinned' >> setup.py && echo '# pinned' >> tools/generate.py"
+    rows = [record("acme__verpkg-pins", world.base, world.gold, world.test_patch,
+                   environment={"install": [pins, *INSTALL]})]  # fmt: skip
+    tasks = write_records(tmp_path / "pins.jsonl", rows)
+    # add(2, 3) == 5 is a check nothing protects: integrity="any" pays it (this test is about the checkout)
+    env = gymnasium.make("SWEGym-v0", tasks=str(tasks), repo_source=str(world.mirrors), integrity="any")
+    try:
+        env.reset(options={"task_id": "acme__verpkg-pins"})
+        box = env.unwrapped.sandbox
+        assert box.exec("git status --porcelain").stdout == ""
+        assert box.exec("tail -1 setup.py").stdout.strip() == "# pinned"
+        fix = base64.b64encode(world.gold.encode()).decode()
+        env.step(bash(f"git checkout -- . && echo {fix} | base64 -d | git apply && git status --porcelain"))
+        assert box.exec("tail -1 setup.py").stdout.strip() == "# pinned"  # the checkout kept the install's pins
+        _, reward, terminated, _, info = env.step(SUBMIT)
+    finally:
+        env.close()
+    assert terminated and reward == 1.0
+    assert "setup.py" not in info["grade"]["diff"] and "tools/generate.py" not in info["grade"]["diff"]
 
 
 # -- point 2: the interpreter -----------------------------------------------------------------------------
