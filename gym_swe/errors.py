@@ -84,6 +84,20 @@ class GeneratorError(GymSweError):
     asleep or broken. Never raised for one bad sample (that is a `Sample` with ``finish_reason="error"``)."""
 
 
+def summary(message: str, limit: int = 200) -> str:
+    """The first line of ``message``, at most ``limit`` characters, cut between words (marked "…").
+
+    >>> summary("no mirror of 'acme/other' in /srv/mirrors; make one", 30)
+    "no mirror of 'acme/other' in …"
+    """
+    line = message.strip().splitlines()[0] if message.strip() else ""
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[: space + 1] if space > limit // 2 else cut) + "…"
+
+
 def unknown_name(kind: str, name: object, known: Iterable[str]) -> str:
     """Message for a name that is not among ``known``: says what came, suggests the nearest, lists all.
 

@@ -113,6 +113,19 @@ def diagnose(fixed: Grade, unfixed: Grade) -> str | None:
         failed = [f"{test.name} ({test.outcome})" for test in fixed.tests if not test.passed]
         # The likely cause first: the verdict line and a reader both stop after the first few words.
         cause = dropped_from_fix(fixed.log) or network_cause(fixed.log) or skip_cause(fixed.log, failed)
+        targets = set(fixed.groups.get("FAIL_TO_PASS", ()))
+        if (
+            cause == network_cause(fixed.log)
+            and cause
+            and targets
+            and targets <= {t.name for t in fixed.tests if not t.passed}
+        ):
+            # requests-1724: excluding them would leave nothing to grade, so no exclusion is advised
+            return (
+                f"cannot be graded here: every FAIL_TO_PASS test needs the network{cause}: "
+                f"{len(targets)} FAIL_TO_PASS test(s) did not pass with the fix. What to do: leave this task "
+                "out of the source (with no FAIL_TO_PASS test left, nothing tells a fix from none here)."
+            )
         return (
             f"the fix does not resolve the task{cause}: {len(failed)} test(s) did not pass with it: "
             f"{', '.join(failed)}. {EXCLUDE_HINT}"

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from gym_swe.cli.options import add_repo_source, add_task_ids, command
-from gym_swe.errors import GymSweError
+from gym_swe.errors import GymSweError, TaskRefused, summary
 
 
 def add_to(commands: Any) -> None:
@@ -32,15 +32,24 @@ def run(args: argparse.Namespace) -> int:
 
     source = RepoSource(args.repo_source)
     tasks = load_swe_tasks(args.tasks)
-    selected = [tasks.get(task_id) for task_id in args.task_id] if args.task_id else list(tasks)
+    refused = tasks.refused  # cannot be graded here: listed as failures, never prepared
+    if args.task_id:
+        selected = [task_id if task_id in refused else tasks.get(task_id) for task_id in args.task_id]
+    else:
+        selected = [*tasks, *refused]
     failed: list[tuple[str, str]] = []
     for number, task in enumerate(selected, start=1):  # a failure does not stop the others: all are listed
         count = f"[{number}/{len(selected)}]"
         try:
+            if isinstance(task, str):
+                raise TaskRefused(refused[task])
             prepared = prepare_environment(task, source)
         except GymSweError as error:
-            failed.append((task.instance_id, str(error)))
-            print(f"{count} {task.instance_id}: FAILED ({str(error).splitlines()[0][:200]})", flush=True)
+            task_id = task if isinstance(task, str) else task.instance_id
+            failed.append((task_id, str(error)))
+            print(
+                f"{count} {task_id}: FAILED ({summary(str(error).removeprefix(task_id + ': '))})", flush=True
+            )
             continue
         print(f"{count} {task.instance_id}: ready (Python {prepared.python}, {prepared.path})", flush=True)
     print(f"prepared {len(selected) - len(failed)}/{len(selected)} task(s) of {args.tasks!r}")

@@ -58,6 +58,23 @@ def git(*args: str, cwd: Path | None = None) -> str:
     return done.stdout
 
 
+def _fetch_error(task: SWETask, origin: Path | str, source: RepoSource, error: TaskError) -> TaskError:
+    """Why the base commit could not be fetched from the mirror ``origin``: it is not there, or the mirror
+    names it but cannot give it (a file of the mirror missing or damaged)."""
+    where = f"the mirror of {task.repo} ({source.location(task.repo)})"
+    try:
+        git("--git-dir", str(origin), "cat-file", "-e", f"{task.base_commit}^{{commit}}")
+    except TaskError:
+        return TaskError(
+            f"{task.instance_id}: base commit {task.base_commit} is not in {where}; update the mirror (git "
+            f"fetch) or check the record's base_commit. git said: {error}"
+        )
+    return TaskError(
+        f"{task.instance_id}: {where} holds base commit {task.base_commit} but cannot give it: a file of the "
+        f"mirror is missing or damaged; make the mirror again (git clone --mirror). git said: {error}"
+    )
+
+
 MIRROR_LAYOUTS = ("{owner}__{name}.git", "{owner}__{name}", "{owner}/{name}.git", "{owner}/{name}",
                   "{name}.git", "{name}", "{name}.bundle", "{owner}__{name}.bundle")  # fmt: skip
 
@@ -175,11 +192,7 @@ def checkout(task: SWETask, source: RepoSource | None = None) -> Path:
                 try:  # the cached mirror may predate the commit: bring it up to date once
                     git(*fetch, str(mirror(task.repo, source, refresh=True)), task.base_commit, cwd=work)
                 except TaskError as error:
-                    raise TaskError(
-                        f"{task.instance_id}: base commit {task.base_commit} is not in the mirror of "
-                        f"{task.repo} ({source.location(task.repo)}); update the mirror (git fetch) or check "
-                        f"the record's base_commit. git said: {error}"
-                    ) from None
+                    raise _fetch_error(task, origin, source, error) from None
             git("checkout", "--quiet", "-B", "main", "FETCH_HEAD", cwd=work)
             git("config", "user.name", "gym_swe agent", cwd=work)
             git("config", "user.email", "agent@gym-swe.invalid", cwd=work)

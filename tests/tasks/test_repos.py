@@ -96,3 +96,20 @@ def test_missing_sources_and_mirrors_are_named(origin: tuple[Path, str], tmp_pat
         TaskError, match=r"base commit 0{40} is not in the mirror of acme/widget \(.*widget\.git\)"
     ):
         checkout(task("0" * 40), RepoSource(tmp_path))
+
+
+def test_a_mirror_missing_a_file_is_not_said_to_lack_the_commit(
+    origin: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GYM_SWE_CACHE", str(tmp_path / "cache"))
+    work, commit = origin
+    mirror = tmp_path / "mirrors" / "widget.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(mirror)], check=True)
+    subprocess.run(["git", "-C", str(work), "push", "-q", str(mirror), "HEAD:refs/heads/main"], check=True)
+    blob = git(work, "rev-parse", "HEAD:widget.py").strip()
+    (mirror / "objects" / blob[:2] / blob[2:]).unlink()  # a small push leaves loose objects
+    with pytest.raises(TaskError) as caught:
+        checkout(task(commit), RepoSource(tmp_path / "mirrors"))
+    message = str(caught.value)
+    assert f"holds base commit {commit} but cannot give it: a file of the mirror is missing" in message
+    assert "is not in the mirror" not in message

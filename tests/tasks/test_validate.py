@@ -54,6 +54,7 @@ def records(world: World) -> Path:
         record("needs-network", base, gold, tests, PASS_TO_PASS=p2p(NETWORK_TEST)),
         record("network-excluded", base, gold, tests, PASS_TO_PASS=p2p(NETWORK_TEST),
                exclude_tests=[NETWORK_TEST]),
+        record("network-only", base, gold, tests, FAIL_TO_PASS=json.dumps([NETWORK_TEST])),  # requests-1724
         record("log-fragments", base, gold, tests, PASS_TO_PASS=p2p("[100%]", "[")),
         record("passes-unfixed", base, gold, tests, FAIL_TO_PASS=json.dumps(PASS_TO_PASS[:1])),
         record("test-patch-stale", base, gold, BAD_TEST_PATCH),
@@ -107,6 +108,7 @@ def test_log_fragments_are_dropped_with_a_warning_and_reported(report: dict, rec
 
 @pytest.mark.parametrize(("task_id", "says"), [
     ("needs-network", "did not pass with it"),
+    ("network-only", "cannot be graded here: every FAIL_TO_PASS test needs the network (its tests need the"),
     ("passes-unfixed", "resolved without any change"),
     ("test-patch-stale", "the test patch does not apply"),
     ("django-ids", "django-ids: cannot be graded here: 1 test id(s) are not pytest test ids"),
@@ -147,7 +149,9 @@ def test_validate_cli_prints_problems_in_full_and_per_test_outcomes(
 def test_prepare_goes_past_failing_tasks_and_reports_them_all(world: World, capsys) -> None:
     rows = [record("valid", world.base, world.gold, world.test_patch),
             record("no-mirror", world.base, world.gold, world.test_patch, repo="acme/other"),
-            record("no-python", world.base, world.gold, world.test_patch, environment={"python": "2.1"})]  # fmt: skip
+            record("no-python", world.base, world.gold, world.test_patch, environment={"python": "2.1"}),
+            record("django-ids", world.base, world.gold, world.test_patch,
+                   FAIL_TO_PASS=json.dumps(["test_x (app.tests.T)"]))]  # fmt: skip
     records = write_records(world.root / "prepare.jsonl", rows)
     code = main(["prepare", "--tasks", str(records), "--repo-source", str(world.mirrors),
                  "--task-id", "no-mirror", "--task-id", "no-python", "--task-id", "valid"])  # fmt: skip
@@ -155,12 +159,20 @@ def test_prepare_goes_past_failing_tasks_and_reports_them_all(world: World, caps
     assert code == 1
     assert "prepared 1/3 task(s)" in captured.out and "[3/3] valid: ready (Python " in captured.out
     assert "[1/3] no-mirror: FAILED (no mirror of 'acme/other' in" in captured.out  # as it happens, in short
+    # in one line, cut between words
+    line = next(line for line in captured.out.splitlines() if line.startswith("[1/3] no-mirror"))
+    assert line.endswith(")") and (len(line) < 200 or line.endswith(" …)")), line
     assert "no-mirror: no mirror of 'acme/other'" in captured.err
     assert "no-python: Python 2.1 is not available here" in captured.err
     code = main(
         ["prepare", "--tasks", str(records), "--repo-source", str(world.mirrors), "--task-id", "valid"]
     )
     assert code == 0 and "prepared 1/1" in capsys.readouterr().out
+    # a task refused where it loads is listed with the others, and the rest are prepared
+    code = main(["prepare", "--tasks", str(records), "--repo-source", str(world.mirrors)])
+    out = capsys.readouterr().out
+    assert code == 1 and "prepared 1/4 task(s)" in out
+    assert "[4/4] django-ids: FAILED (cannot be graded here: 1 test id(s) are not pytest test ids" in out
 
 
 def test_validate_shows_each_task_in_flight_and_its_verdict_as_it_lands(world: World, records: Path) -> None:
