@@ -117,7 +117,9 @@ def test_tracked_files_the_install_changes_are_not_the_agents(world: World, tmp_
         assert box.exec("tail -1 setup.py").stdout.strip() == "# pinned"
         fix = base64.b64encode(world.gold.encode()).decode()
         env.step(bash(f"git checkout -- . && echo {fix} | base64 -d | git apply && git status --porcelain"))
-        assert box.exec("tail -1 setup.py").stdout.strip() == "# pinned"  # the checkout kept the install's pins
+        assert (
+            box.exec("tail -1 setup.py").stdout.strip() == "# pinned"
+        )  # the checkout kept the install's pins
         _, reward, terminated, _, info = env.step(SUBMIT)
     finally:
         env.close()
