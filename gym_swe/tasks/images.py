@@ -8,6 +8,7 @@ task is not built twice.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -42,7 +43,8 @@ def dockerfile(task: SWETask, base: str) -> str:
               f"ENV VIRTUAL_ENV={VENV}", "WORKDIR /testbed"]  # fmt: skip
     lines += [f"RUN {command}" for command in spec.install]
     if spec.install:
-        lines.append(f"RUN sh -c {shlex.quote(SETTLE_INSTALL)}")
+        script = base64.b64encode(SETTLE_INSTALL.encode()).decode()  # a RUN line is one line
+        lines.append(f"RUN echo {script} | base64 -d | sh")
     return "\n".join(lines) + "\n"
 
 

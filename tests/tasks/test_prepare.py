@@ -25,7 +25,7 @@ from gym_swe.tasks.interpreters import find_interpreter
 from gym_swe.tasks.repos import RepoSource, checkout
 from gym_swe.tasks.swe import load_swe_tasks
 from gym_swe.validate import _problem
-from tests.conftest import require_bwrap
+from tests.conftest import require_bwrap, require_docker
 from tests.tasks.local_repos import INSTALL, World, git, record, verpkg_world, write, write_records
 
 SUBMIT = '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
@@ -101,15 +101,27 @@ def test_episodes_and_grading_use_the_prepared_checkout(world: World) -> None:
     assert outcomes["tests/test_pkg.py::test_installed_metadata"] == "passed"
 
 
-def test_tracked_files_the_install_changes_are_not_the_agents(world: World, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_tracked_files_the_install_changes_are_not_the_agents(
+    world: World, tmp_path: Path, backend: str
+) -> None:
     """SWE-bench's sphinx installs pin packages by editing setup.py and tox.ini: an episode's ``git status``
-    shows none of it, and an agent that runs ``git checkout -- .`` has none of it in its graded diff."""
+    shows none of it, and an agent that runs ``git checkout -- .`` has none of it in its graded diff (the
+    prepared checkout here, the task's image on docker)."""
     pins = "echo '# pinned' >> setup.py && echo '# pinned' >> tools/generate.py"
     rows = [record("acme__verpkg-pins", world.base, world.gold, world.test_patch,
                    environment={"install": [pins, *INSTALL]})]  # fmt: skip
     tasks = write_records(tmp_path / "pins.jsonl", rows)
+    image = None
+    if backend == "docker":
+        require_docker()
+        from gym_swe.tasks.images import build_task_image
+
+        task = load_swe_tasks(str(tasks)).get("acme__verpkg-pins")
+        image = build_task_image(task, RepoSource(world.mirrors), log=lambda _: None)
     # add(2, 3) == 5 is a check nothing protects: integrity="any" pays it (this test is about the checkout)
-    env = gymnasium.make("SWEGym-v0", tasks=str(tasks), repo_source=str(world.mirrors), integrity="any")
+    env = gymnasium.make("SWEGym-v0", tasks=str(tasks), repo_source=str(world.mirrors), integrity="any",
+                         sandbox=backend)  # fmt: skip
     try:
         env.reset(options={"task_id": "acme__verpkg-pins"})
         box = env.unwrapped.sandbox
@@ -123,6 +135,10 @@ def test_tracked_files_the_install_changes_are_not_the_agents(world: World, tmp_
         _, reward, terminated, _, info = env.step(SUBMIT)
     finally:
         env.close()
+        if image is not None:
+            from gym_swe.sandbox.docker import docker_client
+
+            docker_client().images.remove(image, force=True)
     assert terminated and reward == 1.0
     assert "setup.py" not in info["grade"]["diff"] and "tools/generate.py" not in info["grade"]["diff"]
 
