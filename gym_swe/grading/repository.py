@@ -383,6 +383,9 @@ def _graded(
                 rejection=f"the diff changed {', '.join(stray[:5])}, which the filter did not keep: it reads "
                 "differently to git apply than to the grader",
             ))  # fmt: skip
+        failed = _rebuild(sandbox, task, workdir, filtered.kept, min(timeout, REBUILD_TIMEOUT), log)
+        if failed is not None:
+            return _unsealed(_result(task, filtered.diff, {}, reward, log, start, rejection=failed))
     # What the agent saw of the test files (the agent's diff never changes them): a decoy's value must be
     # written there exactly where its original's is.
     target_files = _files_of(task.fail_to_pass) if runner.name == "pytest" else files
@@ -723,6 +726,55 @@ def _unexpected_changes(
     """Paths that differ from the pristine tree but are not among the ``kept`` ones."""
     changed = compare(pristine, manifest(sandbox, workdir)).paths
     return [path for path in changed if path not in set(kept)]
+
+
+COMPILED_SUFFIXES = (
+    ".c",
+    ".cc",
+    ".cpp",
+    ".cxx",
+    ".h",
+    ".hh",
+    ".hpp",
+    ".pyx",
+    ".pxd",
+    ".pxi",
+    ".f",
+    ".f90",
+    ".cu",
+)
+"""Sources a build compiles: a change to one takes effect only once the task's ``rebuild`` commands ran."""
+REBUILD_TIMEOUT = 1800.0
+
+
+def _rebuild(
+    sandbox: Sandbox, task: SWETask, workdir: str, kept: Sequence[str], timeout: float, log: list[str]
+) -> str | None:
+    """Build again what the install built, where the agent's diff (its ``kept`` paths) changes a compiled
+    source and the task's environment says how (``rebuild``); None when that went well or was not needed,
+    else why the diff does not build (the submission fails: the tests would run the old build)."""
+    compiled = [path for path in kept if path.lower().endswith(COMPILED_SUFFIXES)]
+    if not compiled:
+        return None
+    commands = task.environment.rebuild
+    if not commands:
+        log.append(f"compiled sources changed ({', '.join(compiled[:5])}), but the task's environment has no "
+                   "rebuild commands: the tests run the prepared build")  # fmt: skip
+        return None
+    deadline = time.monotonic() + timeout
+    for command in commands:
+        left = deadline - time.monotonic()
+        result = sandbox.exec(f"cd {shlex.quote(workdir)} && {command}", timeout=max(1.0, left))
+        ended = f"exit {result.exit_code}{', timed out' if result.timed_out else ''}"
+        log.append(f"rebuild: $ {command}\n[{ended}]\n{result.output[-5000:]}")
+        if not result.ok:
+            how = "took longer than its limit" if result.timed_out else f"failed (exit {result.exit_code})"
+            cause = _cause(result.output) or result.output.strip()[-300:]
+            return (
+                f"the diff changes compiled sources ({', '.join(compiled[:3])}) and rebuilding them {how}: "
+                + (f"`{command}`: {cause}")
+            )
+    return None
 
 
 def _apply(sandbox: Sandbox, patch_file: str, workdir: str, fallback: bool) -> str | None:

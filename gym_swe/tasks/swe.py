@@ -36,7 +36,7 @@ logger = logging.getLogger("gym_swe")
 REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "test_patch")
 
 
-ENVIRONMENT_KEYS = ("python", "packages", "install", "env")
+ENVIRONMENT_KEYS = ("python", "packages", "install", "rebuild", "env")
 # The pytest a task environment gets when its packages name none, by the interpreter's (major, minor): the
 # newest release that still supports it.
 DEFAULT_PYTEST = ((3, 8), "pytest==8.3.5"), ((3, 7), "pytest==7.4.4"), ((3, 6), "pytest==7.0.1")
@@ -66,6 +66,11 @@ class Environment:
     install: tuple[str, ...] = ()
     """Commands run in the checkout at base_commit after that (e.g. ``pip install -e .``). What they build
     (``_version.py``, ``*.egg-info``, compiled extensions) stays in the prepared checkout."""
+    rebuild: tuple[str, ...] = ()
+    """Commands that build again, in place, what the install built from the repository's compiled sources
+    (``python setup.py build_ext --inplace``): the grader runs them in the grading sandbox, with no network
+    and a bounded time, before the tests, when the agent's diff changes such a source (`COMPILED_SUFFIXES`),
+    as SWE-bench's harness runs the install again. What they build is never the agent's change."""
     env: tuple[tuple[str, str], ...] = ()
     """Environment variables for the install commands, the episodes and grading (sorted pairs). Records
     with a ``version`` get ``SETUPTOOLS_SCM_PRETEND_VERSION`` set to it unless they set it themselves."""
@@ -103,7 +108,7 @@ class Environment:
                 f"(allowed: {', '.join(ENVIRONMENT_KEYS)})"
             )
         lists = {}
-        for key in ("packages", "install"):
+        for key in ("packages", "install", "rebuild"):
             items = value.get(key, ())
             if isinstance(items, str) or not all(isinstance(item, str) for item in items):
                 raise TaskFormatError(f"{where}: 'environment.{key}' must be a list of strings")

@@ -27,6 +27,14 @@ from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
 logger = logging.getLogger("gym_swe")
 TABLE_FILES = ("swebench/harness/constants/python.py", "swebench/harness/constants.py")
 TABLE_NAMES = ("MAP_REPO_VERSION_TO_SPECS_PY", "MAP_REPO_VERSION_TO_SPECS")
+# Repositories whose install builds extensions (C, C++, Cython) in place, at the versions SWE-bench holds
+# (setuptools builds): a fix to one of their compiled sources is built again before the tests.
+COMPILED_REPOSITORIES = {
+    "astropy/astropy": ("python setup.py build_ext --inplace",),
+    "scikit-learn/scikit-learn": ("python setup.py build_ext --inplace",),
+    "matplotlib/matplotlib": ("python setup.py build_ext --inplace",),
+}
+
 # Commands of pre_install that cannot run in a jail without root (system packages): left out, with a note.
 SYSTEM_COMMANDS = ("apt-get", "apt ", "conda ", "sudo ")
 # SWE-bench's tables leave many dependencies unpinned, as they were on PyPI when its environments were built
@@ -93,6 +101,8 @@ def _swebench_environment(repo: str, version: str) -> dict[str, Any] | None:
     environment = environment_from_spec(spec, tables.requirement_paths.get(repo, ()), f"{repo} {version}",
                                         tables.environment_paths.get(repo, ()))  # fmt: skip
     environment["packages"] += later_release_pins(repo, version)
+    if repo in COMPILED_REPOSITORIES:
+        environment["rebuild"] = list(COMPILED_REPOSITORIES[repo])
     return environment
 
 

@@ -89,6 +89,14 @@ def test_records_without_an_environment_take_swebenchs(swebench_installed, share
     assert xarray.python == "3.10" and "numpy==1.23.0" in xarray.packages
     assert xarray.install[0].startswith(f"python {CONDA_ENV_JAIL_PATH} {SETUP_COMMIT_TREE}/ci/requirements/")
     assert xarray.install[-1] == "python -m pip install -e ."
+    assert not flask.rebuild and not xarray.rebuild
+    # The compiled ones build again in place before their tests when a fix changes a compiled source.
+    for task_id in (
+        "astropy__astropy-12907",
+        "scikit-learn__scikit-learn-13142",
+        "matplotlib__matplotlib-23314",
+    ):
+        assert tasks.get(task_id).environment.rebuild == ("python setup.py build_ext --inplace",)
     assert "swebench" not in sys.modules
 
 
