@@ -100,8 +100,33 @@ def _ready(path: Path) -> Path:
 
 
 def environment_variables(venv: Path, spec_env: dict[str, str] | None = None) -> dict[str, str]:
-    """What commands need to use the prepared venv (after the spec's own variables)."""
-    return {**(spec_env or {}), "PATH": f"{venv}/bin:{DEFAULT_PATH}", "VIRTUAL_ENV": str(venv)}
+    """What commands need to use the prepared venv (after the spec's own variables); ``LOCPATH`` where the
+    venv holds locales compiled for the task (`locale_commands`)."""
+    variables = {**(spec_env or {}), "PATH": f"{venv}/bin:{DEFAULT_PATH}", "VIRTUAL_ENV": str(venv)}
+    if (venv / LOCALES).is_dir():
+        variables["LOCPATH"] = str(venv / LOCALES)
+    return variables
+
+
+LOCALES = "locales"
+"""Where in a task's venv the locales its variables name, and this host lacks, are compiled."""
+_LOCALE = re.compile(r"^(?P<name>[a-z]{2,3}_[A-Z]{2})\.(?:UTF-8|utf8)$")
+
+
+def locale_commands(venv: Path, spec_env: dict[str, str]) -> list[str]:
+    """Commands that compile the UTF-8 locales the task's variables name (``LANG=en_US.UTF-8``: SWE-bench's
+    Django environments) and the host does not have, into the venv, where glibc finds them by ``LOCPATH``:
+    without one, Python takes ASCII for a missing locale's encoding, and reading a UTF-8 file fails.
+    SWE-bench's images run ``locale-gen`` as root; a jail cannot, ``localedef`` into a directory can."""
+    have = subprocess.run(["locale", "-a"], capture_output=True, text=True).stdout.split()
+    have_names = {name.replace("utf8", "UTF-8") for name in have}
+    commands = []
+    for value in sorted({spec_env[key] for key in ("LANG", "LC_ALL", "LC_CTYPE") if key in spec_env}):
+        found = _LOCALE.match(value)
+        if found and value not in have_names and value.replace("UTF-8", "utf8") not in have:
+            target = shlex.quote(str(venv / LOCALES / value))
+            commands.append(f"mkdir -p {target} && localedef -i {found['name']} -f UTF-8 {target}")
+    return commands
 
 
 def prepare_environment(task: SWETask, source: RepoSource | None = None) -> PreparedEnvironment:
@@ -152,6 +177,7 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
         requirements.append(pin)
     pip = f"{venv}/bin/python -m pip install --disable-pip-version-check --no-input --quiet"
     commands = [f"{shlex.quote(interpreter.executable)} -m venv {shlex.quote(str(venv))}",
+                *locale_commands(venv, spec.variables),
                 f"{pip} {' '.join(shlex.quote(r) for r in requirements)}"]  # fmt: skip
     rw_binds = {str(venv): str(venv), str(cache): str(cache)}
     testbed = root / "testbed"
@@ -164,6 +190,8 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
     if any(SETUP_COMMIT_TREE in command for command in spec.install):
         ro_binds[str(_setup_commit_tree(task, root, source))] = SETUP_COMMIT_TREE
     env = {**environment_variables(venv, spec.variables), "PIP_CACHE_DIR": str(cache)}
+    if locale_commands(venv, spec.variables):  # the install commands run with them too
+        env["LOCPATH"] = str(venv / LOCALES)
     jail = LocalSandbox(workdir="/testbed", network=True, ro_binds=ro_binds, rw_binds=rw_binds, env=env)
     with jail:
         for command in commands:

@@ -36,7 +36,10 @@ COMPILED_REPOSITORIES = {
 }
 
 # Commands of pre_install that cannot run in a jail without root (system packages): left out, with a note.
-SYSTEM_COMMANDS = ("apt-get", "apt ", "conda ", "sudo ")
+SYSTEM_COMMANDS = ("apt-get", "apt ", "conda ", "sudo ", "locale-gen")
+SYSTEM_FILES = "> /etc/"
+"""A pre_install command that writes here needs root too (Django's ``echo ... > /etc/locale.gen``); the
+locales a task's variables name are compiled into its venv instead (`environments.locale_commands`)."""
 # SWE-bench's tables leave many dependencies unpinned, as they were on PyPI when its environments were built
 # (2024). Releases since then that break a repository's older versions get a pin here, added to the
 # environment's packages (installed before the repository, so its own install keeps them): by repository,
@@ -153,7 +156,7 @@ def environment_from_spec(
             packages += listed.split()
         packages += pip_packages
     for command in spec.get("pre_install") or ():
-        if command.lstrip().startswith(SYSTEM_COMMANDS):
+        if command.lstrip().startswith(SYSTEM_COMMANDS) or SYSTEM_FILES in command:
             logger.debug("%s: left out pre_install command %r (needs root or conda)", name, command)
         else:
             install.append(command)

@@ -18,6 +18,7 @@ import pytest
 
 import gym_swe  # noqa: F401
 from gym_swe.errors import GradingError, TaskError
+from gym_swe.sandbox.local import LocalSandbox
 from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
 from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
 from gym_swe.tasks.environments import PYPROJECT_NAME, is_pytest, prepare_environment, project_name
@@ -141,6 +142,21 @@ def test_tracked_files_the_install_changes_are_not_the_agents(
             docker_client().images.remove(image, force=True)
     assert terminated and reward == 1.0
     assert "setup.py" not in info["grade"]["diff"] and "tools/generate.py" not in info["grade"]["diff"]
+
+
+def test_a_locale_the_task_names_and_the_host_lacks_is_compiled_for_it(world: World, tmp_path: Path) -> None:
+    """SWE-bench's Django environments run with ``LANG=en_US.UTF-8`` (their images run ``locale-gen``): here
+    the locale is compiled into the venv, so Python takes it (a missing one leaves Python 3.6 on ASCII)."""
+    if "en_US.utf8" in subprocess.run(["locale", "-a"], capture_output=True, text=True).stdout.split():
+        pytest.skip("this host has en_US.UTF-8 already: nothing to compile")
+    variables = {"LANG": "en_US.UTF-8", "LC_ALL": "en_US.UTF-8"}
+    rows = [record("acme__verpkg-locale", world.base, world.gold, world.test_patch,
+                   environment={"install": list(INSTALL), "env": variables})]  # fmt: skip
+    task = load_swe_tasks(str(write_records(tmp_path / "locale.jsonl", rows))).get("acme__verpkg-locale")
+    prepared = prepare_environment(task, RepoSource(world.mirrors))
+    with LocalSandbox(workdir="/testbed", **prepared.sandbox_options()) as box:
+        shown = box.exec("python -c \"import locale; print(locale.setlocale(locale.LC_ALL, ''))\"")
+    assert shown.stdout.strip() == "en_US.UTF-8", shown.output
 
 
 # -- point 2: the interpreter -----------------------------------------------------------------------------
