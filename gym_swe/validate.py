@@ -112,7 +112,12 @@ def diagnose(fixed: Grade, unfixed: Grade) -> str | None:
     if not fixed.resolved:
         failed = [f"{test.name} ({test.outcome})" for test in fixed.tests if not test.passed]
         # The likely cause first: the verdict line and a reader both stop after the first few words.
-        cause = dropped_from_fix(fixed.log) or network_cause(fixed.log) or skip_cause(fixed.log, failed)
+        cause = (
+            dropped_from_fix(fixed.log)
+            or network_cause(fixed.log)
+            or skip_cause(fixed.log, failed)
+            or environment_cause(fixed, unfixed)
+        )
         targets = set(fixed.groups.get("FAIL_TO_PASS", ()))
         if (
             cause == network_cause(fixed.log)
@@ -192,6 +197,22 @@ NETWORK_ERRORS = (
     "nodename nor servname provided",
     "Failed to establish a new connection",
 )
+
+
+def environment_cause(fixed: Grade, unfixed: Grade) -> str:
+    """A clause naming the environment as the cause when every test that did not pass with the fix is a
+    PASS_TO_PASS test that did not pass without it either (xarray-6938: a release of ``sparse`` newer than
+    the task's date): the patch is not what breaks them; empty otherwise."""
+    regressions = set(fixed.groups.get("PASS_TO_PASS", ()))
+    before = {test.name: test.passed for test in unfixed.tests}
+    failing = [test.name for test in fixed.tests if not test.passed]
+    if not failing or not all(name in regressions and before.get(name) is False for name in failing):
+        return ""
+    return (
+        f" (the environment: {'its' if len(failing) == 1 else 'all ' + str(len(failing))} PASS_TO_PASS "
+        f"test(s) that fail with the fix fail without it too, so the patch is not what breaks them; a "
+        "package newer than the task's date is the usual cause: pin it in environment.packages)"
+    )
 
 
 def network_cause(log: str) -> str:

@@ -242,3 +242,22 @@ def test_a_rejected_or_failing_fix_is_blamed_on_what_caused_it(fixed: Grade, say
     assert blames in problem.split("What to do:")[-1] or blames in problem, problem
     if "does not apply" not in says:
         assert "the gold patch must" not in problem and "leave pytest's reporting alone" not in problem
+
+
+def test_a_pass_to_pass_test_failing_with_and_without_the_fix_is_blamed_on_the_environment() -> None:
+    groups = {"FAIL_TO_PASS": ("t.py::test_fix",), "PASS_TO_PASS": ("t.py::test_sparse", "t.py::test_ok")}
+
+    def graded(**outcomes: str) -> Grade:
+        tests = tuple(Outcome(f"t.py::{name}", outcome) for name, outcome in outcomes.items())
+        return Grade(tests=tests, resolved=False, reward=0.0, groups=groups)
+
+    fixed = graded(test_fix="passed", test_sparse="failed", test_ok="passed")
+    unfixed = graded(test_fix="failed", test_sparse="failed", test_ok="passed")
+    problem = diagnose(fixed, unfixed)
+    assert problem is not None and problem.startswith(
+        "the fix does not resolve the task (the environment: its PASS_TO_PASS test(s) that fail with the fix "
+        "fail without it too, so the patch is not what breaks them"
+    ), problem
+    # A PASS_TO_PASS test the fix breaks is the fix's doing: no such clause.
+    unfixed = graded(test_fix="failed", test_sparse="passed", test_ok="passed")
+    assert "the environment" not in str(diagnose(fixed, unfixed))
