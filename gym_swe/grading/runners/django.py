@@ -80,7 +80,9 @@ class DjangoRunner(TestRunner):
     driver = "django_driver.py"
 
     def unsupported(self, ids: Sequence[str]) -> list[str]:
-        return [test_id for test_id in ids if not test_id.strip() or test_id != test_id.strip() or "\n" in test_id]
+        return [
+            test_id for test_id in ids if not test_id.strip() or test_id != test_id.strip() or "\n" in test_id
+        ]
 
     def test_files(self, ids: Sequence[str], test_patch: str) -> list[str]:
         files: list[str] = []
@@ -204,7 +206,8 @@ def _classes(sources: Mapping[str, str]) -> dict[tuple[str, str], _Class]:
                 methods = {
                     item.name: _doc_line(item)
                     for item in statement.body
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test")
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and item.name.startswith("test")
                 }
                 found[(file, qualname)] = _Class(file, qualname, [base for base in bases if base], methods)
                 visit(statement.body, file, qualname + ".")

@@ -44,8 +44,21 @@ DRIVER_FILE = "driver.py"
 SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 LABEL = re.compile(r"^[A-Za-z_]\w*(\.\w+)*$")
 # runtests.py options whose value is the next argument: that argument is no label
-VALUED_OPTIONS = ("-v", "--verbosity", "--settings", "--parallel", "--start-at", "--start-after", "--tag",
-                  "--exclude-tag", "-k", "--selenium", "--headless", "--shuffle", "--timing")
+VALUED_OPTIONS = (
+    "-v",
+    "--verbosity",
+    "--settings",
+    "--parallel",
+    "--start-at",
+    "--start-after",
+    "--tag",
+    "--exclude-tag",
+    "-k",
+    "--selenium",
+    "--headless",
+    "--shuffle",
+    "--timing",
+)
 
 
 def load_driver():
@@ -54,6 +67,8 @@ def load_driver():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("_gym_swe_pytest_driver", path)
+    if spec is None or spec.loader is None:
+        raise ImportError("gym_swe: no pytest driver at %s" % path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -80,7 +95,7 @@ def labels_of(args):
     return labels
 
 
-class Reporter(object):
+class Reporter:
     """Follows the one result object of the run and writes each test's line to the stream."""
 
     def __init__(self, stream, workdir, tests_dir):
@@ -121,8 +136,8 @@ class Reporter(object):
             return file + "::" + getattr(function, "__name__", "?"), file
         cls = type(test)
         file = self.module_file(cls.__module__)
-        parts = class_name(cls).split(".") + [getattr(test, "_testMethodName", "?")]
-        return "::".join([file] + parts), file
+        parts = [*class_name(cls).split("."), getattr(test, "_testMethodName", "?")]
+        return "::".join([file, *parts]), file
 
     @staticmethod
     def case_of(test):
@@ -287,7 +302,7 @@ class Reporter(object):
                 reporter.flush()
                 reporter.running = False
 
-        unittest.TextTestRunner.run = run
+        unittest.TextTestRunner.run = run  # type: ignore[method-assign]  # the hook itself
 
     def sweep(self, labels):
         """An ``error`` line for each label whose module never imported."""
@@ -298,8 +313,18 @@ class Reporter(object):
             if file in self.written:
                 continue
             self.written.add(file)
-            self.stream.write("test", {"nodeid": file, "classname": "", "name": "", "file": file,
-                                       "outcome": "error", "id": label, "doc": ""})
+            self.stream.write(
+                "test",
+                {
+                    "nodeid": file,
+                    "classname": "",
+                    "name": "",
+                    "file": file,
+                    "outcome": "error",
+                    "id": label,
+                    "doc": "",
+                },
+            )
 
 
 def flatten(suite):
@@ -308,46 +333,49 @@ def flatten(suite):
         yield suite
         return
     for member in suite:
-        for test in flatten(member):
-            yield test
+        yield from flatten(member)
 
 
 def run(workdir, args):
     # First thing, before any module of the workspace's can run: the stream's descriptor out of the way.
     descriptor = os.environ.pop(RECORDS_FD, None)
     driver = load_driver()
-    stream = driver.Stream(driver.keep_stream_fd(int(descriptor))) if descriptor else None
     script = os.path.abspath(args[0])
     tests_dir = os.path.dirname(script)
-    reporter = Reporter(stream, workdir, tests_dir) if stream is not None else None
-    if stream is not None:
-        driver.install_recorder(stream)
-        reporter.hook_runner()
     sys.argv = list(args)
     sys.path[0] = tests_dir  # where `python runtests.py` has it (here: this script's own directory)
+    if not descriptor:  # no grader listening: runtests.py as it is
+        return run_script(script)
+    stream = driver.Stream(driver.keep_stream_fd(int(descriptor)))
+    reporter = Reporter(stream, workdir, tests_dir)
+    driver.install_recorder(stream)
+    reporter.hook_runner()
+    try:
+        return run_script(script)
+    finally:
+        try:
+            reporter.flush()
+            reporter.sweep(labels_of(args))
+        finally:
+            stream.write("end", {"tests": stream.tests})
+
+
+def run_script(script):
+    """Run ``script`` as ``__main__``; its exit status (what it passed to ``sys.exit``)."""
     import runpy
 
-    code = 0
     try:
         runpy.run_path(script, run_name="__main__")
     except SystemExit as exit:
-        code = exit.code
-    finally:
-        if reporter is not None:
-            try:
-                reporter.flush()
-                reporter.sweep(labels_of(args))
-            finally:
-                stream.write("end", {"tests": stream.tests})
-    return code
+        return exit.code
+    return 0
 
 
 def main(argv):
-    separator = argv.index("--")
-    if argv[1] != "run" or separator != 3 or len(argv) <= separator + 1:
+    if len(argv) < 5 or argv[1] != "run" or argv[3] != "--":
         sys.stderr.write("usage: django_driver.py run WORKDIR -- RUNTESTS [ARGS...]\n")
         return 2
-    return run(os.path.realpath(argv[2]), argv[separator + 1 :])
+    return run(os.path.realpath(argv[2]), argv[4:])
 
 
 if __name__ == "__main__":

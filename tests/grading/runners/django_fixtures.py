@@ -29,7 +29,9 @@ class Release:
 
 
 RELEASES = {
-    "3.0.14": Release("3.0.14", "3.6.15", ("pytz==2021.1", "sqlparse==0.4.1", "asgiref==3.3.4", "typing-extensions==4.1.1")),
+    "3.0.14": Release(
+        "3.0.14", "3.6.15", ("pytz==2021.1", "sqlparse==0.4.1", "asgiref==3.3.4", "typing-extensions==4.1.1")
+    ),
     "5.0.14": Release("5.0.14", "3.11.7", ("asgiref==3.8.1", "sqlparse==0.5.0")),
 }
 
@@ -83,7 +85,9 @@ def installed(version: str) -> Installed:
         pytest.skip(f"cannot install Django {version}'s dependencies: {install.stderr.strip()[-300:]}")
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     (Path(site) / "django-source.pth").write_text(str(source) + "\n")  # as an editable install would
     done.write_text("")
