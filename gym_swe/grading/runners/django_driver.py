@@ -27,7 +27,8 @@ exception that is not an assertion); an expected failure that fails is ``skipped
 ``failed``. A test's line is held until the next test starts (or the run ends), so that an error in its
 class's ``tearDownClass`` (or its module's ``tearDownModule``) makes it ``error``; an error in
 ``setUpClass``/``setUpModule`` gives each test of that class (module) that did not run an ``error`` line
-(``skipped`` where it raised SkipTest). ``PYTEST_CURRENT_TEST`` is ``NODE (call)`` while a test runs (the
+(``skipped`` where it raised SkipTest); an error of Django's own ``_pre_setup`` (reported before unittest
+starts the test) or ``_post_teardown`` (after it stopped) is the test's error. ``PYTEST_CURRENT_TEST`` is ``NODE (call)`` while a test runs (the
 sealed checks' records name the test by it).
 
 A test module that does not import does not vanish: at the end each label (a dotted module name among the
@@ -209,10 +210,15 @@ class Reporter:
 
         def mark(test, outcome):
             test = reporter.case_of(test)
-            if reporter.current is not None and test is reporter.current[0]:
-                reporter.current[1].append(outcome)
-                return True
-            return False
+            for held in (reporter.current, reporter.pending):
+                if held is not None and test is held[0]:
+                    held[1].append(outcome)
+                    return
+            # outside the test's startTest/stopTest: Django's _pre_setup raising (before unittest starts the
+            # test) or _post_teardown (after it stopped; then it is still pending, above)
+            if type(test).__name__ not in ("_ErrorHolder", "_FailedTest"):
+                reporter.flush()
+                reporter.write(test, outcome)
 
         def wrap(name, before):
             original = getattr(result, name, None)

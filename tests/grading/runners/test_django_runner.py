@@ -123,6 +123,22 @@ SHAPES = textwrap.dedent(
             pass
 
 
+    class PreSetupErrorTests(SimpleTestCase):
+        def _pre_setup(self):  # Django's own fixture, before unittest starts the test
+            raise RuntimeError("_pre_setup")
+
+        def test_never_started(self):
+            pass
+
+
+    class PostTeardownErrorTests(SimpleTestCase):
+        def _post_teardown(self):  # Django's own fixture, after unittest stopped the test
+            raise RuntimeError("_post_teardown")
+
+        def test_stopped_then_broken(self):
+            pass
+
+
     class NestedTests(SimpleTestCase):
         def test_runs_a_runner_of_its_own(self):
             # A test that runs unittest itself (Django's own test_runner tests do): not the run reported.
@@ -167,6 +183,8 @@ EXPECTED = {
     shape("test_two", "SetUpClassErrorTests"): "error",
     shape("test_first", "TearDownClassErrorTests"): "passed",
     shape("test_last", "TearDownClassErrorTests"): "error",  # its class's tearDownClass raised after it
+    shape("test_never_started", "PreSetupErrorTests"): "error",
+    shape("test_stopped_then_broken", "PostTeardownErrorTests"): "error",
     shape("test_runs_a_runner_of_its_own", "NestedTests"): "passed",
     "tests/gym_broken/tests.py": "error",  # the module that does not import
     "tests/str/tests.py::SimpleTests::test_international": "passed",  # a database test
@@ -224,7 +242,7 @@ def test_each_test_streams_its_outcome(shapes_run: Run) -> None:
 
 def test_runtests_prints_as_it_would_and_exits_with_its_status(shapes_run: Run) -> None:
     assert shapes_run.status == 1  # runtests.py's own: there were failures
-    assert "FAILED (failures=2, errors=5" in shapes_run.output, shapes_run.output[-3000:]
+    assert "FAILED (failures=2, errors=7" in shapes_run.output, shapes_run.output[-3000:]
     assert "test_passes (gym_shapes.tests.ShapeTests" in shapes_run.output
     assert '"outcome"' not in shapes_run.output  # outcomes go down the stream only
 
