@@ -29,6 +29,7 @@ class Release:
 
 
 RELEASES = {
+    "1.11.29": Release("1.11.29", "3.6.15", ("pytz==2021.1",)),
     "3.0.14": Release(
         "3.0.14", "3.6.15", ("pytz==2021.1", "sqlparse==0.4.1", "asgiref==3.3.4", "typing-extensions==4.1.1")
     ),
