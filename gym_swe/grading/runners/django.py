@@ -1,6 +1,7 @@
 """Django's own test runner, ``tests/runtests.py`` (the django/django tasks of SWE-bench).
 
-SWE-bench runs ``cd tests && ./runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 LABELS``, the
+SWE-bench runs ``./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 LABELS`` from the
+repository's root (its records' ``eval_script``), the
 labels being the test patch's files as modules relative to ``tests/`` (``tests/foo/test_x.py`` ->
 ``foo.test_x``), and reads the verbose lines ``<id> ... ok``. The ids its records hold come in three shapes
 (the django ids of SWE-bench Lite and Verified: 10,609 distinct ones):
@@ -128,10 +129,13 @@ class DjangoRunner(TestRunner):
                 if label not in labels:
                     labels.append(label)
         arguments = " ".join(quote(part) for part in (*RUNTESTS_ARGS, *labels))
-        return (
-            f"cd {quote(workdir.rstrip('/') + '/tests')} && "
-            f"python {quote(driver)} run {quote(workdir)} -- ./runtests.py {arguments}"
-        )
+        shim = f"python {quote(driver)} run {quote(workdir)} -- ./tests/runtests.py"
+        return f"cd {quote(workdir)} && {shim} {arguments}"
+
+    def environment(self) -> dict[str, str]:
+        # SWE-bench's eval scripts export en_US.UTF-8 (generated there by locale-gen, and PYTHONIOENCODING
+        # for 1.11-2.2); C.UTF-8 is the UTF-8 locale every sandbox here has.
+        return {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "LANGUAGE": "en_US:en", "PYTHONIOENCODING": "utf8"}
 
 
 def patched_files(patch: str) -> list[str]:

@@ -6,7 +6,7 @@ run on 3.5: no f-strings, no variable annotations here):
 
     python django_driver.py run WORKDIR -- RUNTESTS [RUNTESTS' ARGUMENTS...]
 
-e.g. ``cd WORKDIR/tests && python django_driver.py run WORKDIR -- ./runtests.py --verbosity 2
+e.g. ``cd WORKDIR && python django_driver.py run WORKDIR -- ./tests/runtests.py --verbosity 2
 --settings=test_sqlite --parallel 1 foo.tests``, SWE-bench's command. ``runtests.py`` runs in this process
 (`runpy`, its directory first on ``sys.path`` as when it runs as a script), unchanged: what it prints is what
 it would print, and the exit status is its own. ``--parallel 1`` keeps the tests in this process.

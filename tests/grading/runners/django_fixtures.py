@@ -117,15 +117,18 @@ def workspace(root: Path, release: Installed, apps: tuple[str, ...], extra: dict
     return root
 
 
-def run_shim(root: Path, release: Installed, command: str, driver_dir: Path) -> tuple[int, bytes, str]:
+def run_shim(
+    root: Path, release: Installed, command: str, driver_dir: Path, environment: dict[str, str]
+) -> tuple[int, bytes, str]:
     """Run ``command`` (the runner's, its ``python`` the release's venv) in a shell with the records
-    descriptor named by ``GYM_SWE_RECORDS_FD``, as the grading sandbox does: exit status, stream, output."""
+    descriptor named by ``GYM_SWE_RECORDS_FD`` and the runner's ``environment``, as the grading sandbox does:
+    exit status, stream, output."""
     stream_file = driver_dir / "stream.jsonl"
     with open(stream_file, "wb") as stream:
         completed = subprocess.run(
             ["bash", "-c", command],
             cwd=root, capture_output=True, text=True, timeout=300, pass_fds=(stream.fileno(),),
             env={"PATH": f"{release.python.parent}:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1",
-                 "HOME": str(driver_dir), "LANG": "C.UTF-8", RECORDS_FD_VARIABLE: str(stream.fileno())},
+                 "HOME": str(driver_dir), "LANG": "C.UTF-8", RECORDS_FD_VARIABLE: str(stream.fileno()), **environment},
         )  # fmt: skip
     return completed.returncode, stream_file.read_bytes(), completed.stdout + completed.stderr

@@ -213,7 +213,7 @@ def run(tmp: Path, release: Installed, files: list[str], extra: dict[str, str] =
     shutil.copy(PACKAGE / "runners" / RUNNER.driver, grader / RUNNER.driver)
     shutil.copy(PACKAGE / "pytest_driver.py", grader / "driver.py")
     command = RUNNER.command(str(root), str(grader / RUNNER.driver), files)
-    status, stream, output = run_shim(root, release, command, grader)
+    status, stream, output = run_shim(root, release, command, grader, RUNNER.environment())
     return Run(root, release, status, stream, output)
 
 
@@ -424,7 +424,7 @@ def test_command_is_swebench_s_runtests_line() -> None:
     command = RUNNER.command("/work/repo", "/tmp/gym_swe_grader/django_driver.py",
                              ["tests/foo/tests.py", "tests/foo/models.py", "tests/a b/tests.py", "setup.py"])  # fmt: skip
     assert command == (
-        "cd /work/repo/tests && python /tmp/gym_swe_grader/django_driver.py run /work/repo -- ./runtests.py "
+        "cd /work/repo && python /tmp/gym_swe_grader/django_driver.py run /work/repo -- ./tests/runtests.py "
         "--verbosity 2 --settings=test_sqlite --parallel 1 foo.tests foo.models 'a b.tests'"
     )
 
