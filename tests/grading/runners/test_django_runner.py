@@ -6,8 +6,9 @@ Real parts: Django's own ``tests/runtests.py`` of three releases from PyPI (1.11
 with two of their real test apps (``signing``, its docstring ids; ``str``, a database test) and modules of
 ours in Django's style for every outcome shape. The shim runs as the grader runs it, from the runner's own
 command, its stream read by `read_stream`; the host side maps the ids the run itself printed back to the
-node ids the stream gave. Last, the real django ids of SWE-bench Lite and Verified: none refused, and the
-PASS_TO_PASS ids of the 1.11, 3.0 and 5.0 tasks found in those releases' files.
+node ids the stream gave. Last, the real django records of SWE-bench Lite and Verified: no id refused, the
+PASS_TO_PASS ids of the 1.11, 3.0 and 5.0 tasks found in those releases' files, and two tasks run from their
+records on their real test apps, every id passing.
 """
 
 from __future__ import annotations
@@ -206,8 +207,14 @@ class Run:
         return [json.loads(line) for line in self.stream.splitlines()]
 
 
-def run(tmp: Path, release: Installed, files: list[str], extra: dict[str, str] = EXTRA) -> Run:
-    root = workspace(tmp / "work", release, APPS, extra)
+def run(
+    tmp: Path,
+    release: Installed,
+    files: list[str],
+    extra: dict[str, str] = EXTRA,
+    apps: tuple[str, ...] = APPS,
+) -> Run:
+    root = workspace(tmp / "work", release, apps, extra)
     grader = tmp / "grader"  # the grader's directory: the shim, and the pytest driver beside it as driver.py
     grader.mkdir()
     shutil.copy(PACKAGE / "runners" / RUNNER.driver, grader / RUNNER.driver)
@@ -481,3 +488,23 @@ def test_real_pass_to_pass_ids_are_found_in_the_release(version: str, release: s
         for node in nodes.values():
             assert node.split("::")[0] in sources
     assert total > 50 and mapped >= 0.99 * total, (mapped, total)
+
+
+@pytest.mark.parametrize(
+    ("instance", "release"), [("django__django-11179", "3.0.14"), ("django__django-16408", "5.0.14")]
+)
+def test_a_real_task_runs_from_its_record(instance: str, release: str, tmp_path: Path) -> None:
+    """A task's record through the whole chain: its files, its ids' node ids, the runner's command on the
+    real test app (from the release, which carries the task's fix and tests), each id's outcome streamed."""
+    [row] = [row for row in _django_records() if row["instance_id"] == instance]
+    ids = json.loads(row["FAIL_TO_PASS"]) + json.loads(row["PASS_TO_PASS"])
+    files = RUNNER.test_files(ids, row["test_patch"])
+    apps = tuple(sorted({file.split("/")[1] for file in files}))
+    result = run(tmp_path, installed(release), files, extra={}, apps=apps)
+    nodes = RUNNER.node_ids(ids, {file: (result.root / file).read_text() for file in files})
+    streamed = read_stream(result.stream)
+    assert result.status == 0 and streamed.finished, result.output[-3000:]
+    assert sorted(nodes) == sorted(ids)
+    assert {test_id: streamed.outcomes.get(node) for test_id, node in nodes.items()} == dict.fromkeys(
+        ids, "passed"
+    )
