@@ -153,14 +153,42 @@ SHAPES = textwrap.dedent(
     '''
 )
 SHAPES_FILE = "tests/gym_shapes/tests.py"
+MODULE_FIXTURE = textwrap.dedent(
+    """
+    from django.test import SimpleTestCase
+
+
+    def {broken}():
+        raise RuntimeError("{broken}")
+
+
+    class ModuleTests(SimpleTestCase):
+        def test_first(self):
+            pass
+
+        def test_last(self):
+            pass
+    """
+)
 EXTRA = {
     "tests/gym_shapes/__init__.py": "",
     SHAPES_FILE: SHAPES,
+    "tests/gym_module_setup/__init__.py": "",
+    "tests/gym_module_setup/tests.py": MODULE_FIXTURE.format(broken="setUpModule"),
+    "tests/gym_module_teardown/__init__.py": "",
+    "tests/gym_module_teardown/tests.py": MODULE_FIXTURE.format(broken="tearDownModule"),
     "tests/gym_broken/__init__.py": "",
     "tests/gym_broken/tests.py": "import no_such_module_here\n",
 }
 APPS = ("signing", "str")
-FILES = ["tests/signing/tests.py", "tests/str/tests.py", SHAPES_FILE, "tests/gym_broken/tests.py"]
+FILES = [
+    "tests/signing/tests.py",
+    "tests/str/tests.py",
+    SHAPES_FILE,
+    "tests/gym_module_setup/tests.py",
+    "tests/gym_module_teardown/tests.py",
+    "tests/gym_broken/tests.py",
+]
 
 
 def shape(name: str, cls: str = "ShapeTests") -> str:
@@ -188,6 +216,10 @@ EXPECTED = {
     shape("test_never_started", "PreSetupErrorTests"): "error",
     shape("test_stopped_then_broken", "PostTeardownErrorTests"): "error",
     shape("test_runs_a_runner_of_its_own", "NestedTests"): "passed",
+    "tests/gym_module_setup/tests.py::ModuleTests::test_first": "error",  # its setUpModule raised
+    "tests/gym_module_setup/tests.py::ModuleTests::test_last": "error",
+    "tests/gym_module_teardown/tests.py::ModuleTests::test_first": "passed",
+    "tests/gym_module_teardown/tests.py::ModuleTests::test_last": "error",  # tearDownModule raised after it
     "tests/gym_broken/tests.py": "error",  # the module that does not import
     "tests/str/tests.py::SimpleTests::test_international": "passed",  # a database test
     "tests/signing/tests.py::TestSigner::test_invalid_sep": "passed",  # docstring "should warn on ..."
@@ -250,7 +282,7 @@ def test_each_test_streams_its_outcome(shapes_run: Run) -> None:
 
 def test_runtests_prints_as_it_would_and_exits_with_its_status(shapes_run: Run) -> None:
     assert shapes_run.status == 1  # runtests.py's own: there were failures
-    assert "FAILED (failures=2, errors=7" in shapes_run.output, shapes_run.output[-3000:]
+    assert "FAILED (failures=2, errors=9" in shapes_run.output, shapes_run.output[-3000:]
     assert "test_passes (gym_shapes.tests.ShapeTests" in shapes_run.output
     assert '"outcome"' not in shapes_run.output  # outcomes go down the stream only
 
