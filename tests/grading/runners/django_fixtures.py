@@ -5,6 +5,7 @@ Downloads and venvs are kept under ``~/.cache/gym_swe/fixtures`` (``$XDG_CACHE_H
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -58,6 +59,14 @@ def installed(version: str) -> Installed:
     if not base_python.exists():
         pytest.skip(f"no Python {release.python} here ({base_python}) to run Django {version}")
     root = cache_dir() / f"django-{version}"
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with open(root.parent / f"django-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time (another session, another worker)
+        return _install(release, root, base_python)
+
+
+def _install(release: Release, root: Path, base_python: Path) -> Installed:
+    version = release.version
     source = root / f"Django-{version}"
     python = root / "venv" / "bin" / "python"
     done = root / ".done"
