@@ -349,7 +349,12 @@ def run(workdir, args):
     script = os.path.abspath(args[0])
     tests_dir = os.path.dirname(script)
     sys.argv = list(args)
-    sys.path[0] = tests_dir  # where `python runtests.py` has it (here: this script's own directory)
+    # runtests.py's directory first, where `python runtests.py` has it, in place of this script's own
+    here = os.path.dirname(os.path.abspath(__file__))
+    if sys.path and os.path.abspath(sys.path[0] or os.curdir) == here:
+        sys.path[0] = tests_dir
+    else:  # python -P / PYTHONSAFEPATH left this script's directory out
+        sys.path.insert(0, tests_dir)
     if not descriptor:  # no grader listening: runtests.py as it is
         return run_script(script)
     stream = driver.Stream(driver.keep_stream_fd(int(descriptor)))
