@@ -1,8 +1,8 @@
 """Runs Django's own ``tests/runtests.py`` for the grader, inside the grading sandbox, and streams each test's
 outcome as it ends.
 
-Run as a script with the task environment's python, standard library only, Python >= 3.5 (Django 1.9-2.2
-run on 3.5: no f-strings, no variable annotations here):
+Run as a script with the task environment's python, standard library only, Python >= 3.5 (SWE-bench runs
+Django 1.9-2.2 on 3.5: no f-strings, no variable annotations, no walrus here):
 
     python django_driver.py run WORKDIR -- RUNTESTS [RUNTESTS' ARGUMENTS...]
 
@@ -28,8 +28,8 @@ exception that is not an assertion); an expected failure that fails is ``skipped
 class's ``tearDownClass`` (or its module's ``tearDownModule``) makes it ``error``; an error in
 ``setUpClass``/``setUpModule`` gives each test of that class (module) that did not run an ``error`` line
 (``skipped`` where it raised SkipTest); an error of Django's own ``_pre_setup`` (reported before unittest
-starts the test) or ``_post_teardown`` (after it stopped) is the test's error. ``PYTEST_CURRENT_TEST`` is ``NODE (call)`` while a test runs (the
-sealed checks' records name the test by it).
+starts the test) or ``_post_teardown`` (after it stopped) is the test's error. ``PYTEST_CURRENT_TEST`` is
+``NODE (call)`` while a test runs (the sealed checks' records name the test by it).
 
 A test module that does not import does not vanish: at the end each label (a dotted module name among the
 arguments) whose module is not in ``sys.modules`` gets one ``error`` line, node id its file (unittest's own
@@ -45,21 +45,8 @@ DRIVER_FILE = "driver.py"
 SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 LABEL = re.compile(r"^[A-Za-z_]\w*(\.\w+)*$")
 # runtests.py options whose value is the next argument: that argument is no label
-VALUED_OPTIONS = (
-    "-v",
-    "--verbosity",
-    "--settings",
-    "--parallel",
-    "--start-at",
-    "--start-after",
-    "--tag",
-    "--exclude-tag",
-    "-k",
-    "--selenium",
-    "--headless",
-    "--shuffle",
-    "--timing",
-)
+VALUED_OPTIONS = ("-v", "--verbosity", "--settings", "--parallel", "--start-at", "--start-after", "--tag")
+VALUED_OPTIONS += ("--exclude-tag", "-k", "--selenium", "--selenium-hub", "--external-host")
 
 
 def load_driver():

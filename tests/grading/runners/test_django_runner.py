@@ -14,6 +14,7 @@ records on their real test apps, every id passing.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -540,3 +541,13 @@ def test_a_real_task_runs_from_its_record(instance: str, release: str, tmp_path:
     assert {test_id: streamed.outcomes.get(node) for test_id, node in nodes.items()} == dict.fromkeys(
         ids, "passed"
     )
+
+
+def test_the_shim_reads_the_labels_among_runtests_arguments() -> None:
+    spec = importlib.util.spec_from_file_location("django_shim", PACKAGE / "runners" / RUNNER.driver)
+    assert spec is not None and spec.loader is not None
+    shim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shim)
+    arguments = ["./tests/runtests.py", "--verbosity", "2", "--settings=test_sqlite", "--parallel", "1",
+                 "foo.tests", "--settings", "other_settings", "-k", "pattern", "bar.test_x", "--debug-sql", "baz"]  # fmt: skip
+    assert shim.labels_of(arguments) == ["foo.tests", "bar.test_x", "baz"]
