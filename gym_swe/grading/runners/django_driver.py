@@ -45,8 +45,10 @@ DRIVER_FILE = "driver.py"
 SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 LABEL = re.compile(r"^[A-Za-z_]\w*(\.\w+)*$")
 # runtests.py options whose value is the next argument: that argument is no label
-VALUED_OPTIONS = ("-v", "--verbosity", "--settings", "--parallel", "--start-at", "--start-after", "--tag")
-VALUED_OPTIONS += ("--exclude-tag", "-k", "--selenium", "--selenium-hub", "--external-host")
+VALUED_OPTIONS = frozenset(
+    "-v --verbosity --settings --parallel --start-at --start-after --tag --exclude-tag -k --selenium "
+    "--selenium-hub --external-host".split()
+)
 
 
 def load_driver():
