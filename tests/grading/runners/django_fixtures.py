@@ -34,6 +34,7 @@ RELEASES = {
     "3.0.14": Release(
         "3.0.14", "3.6.15", ("pytz==2021.1", "sqlparse==0.4.1", "asgiref==3.3.4", "typing-extensions==4.1.1")
     ),
+    "4.2.16": Release("4.2.16", "3.8.18", ("asgiref==3.8.1", "sqlparse==0.5.0", "backports.zoneinfo==0.2.1")),
     "5.0.14": Release("5.0.14", "3.11.7", ("asgiref==3.8.1", "sqlparse==0.5.0")),
 }
 

@@ -1,13 +1,13 @@
 """The Django runner (`gym_swe.grading.runners.django`) and its shim (`django_driver`).
 
-Real parts: Django's own ``tests/runtests.py`` of three releases from PyPI (1.11.29 and 3.0.14 under Python
-3.6, whose unittest names tests ``test_x (module.Class)``; 5.0.14 under Python 3.11, ``test_x
-(module.Class.test_x)``),
+Real parts: Django's own ``tests/runtests.py`` of four releases from PyPI (1.11.29 and 3.0.14 under Python
+3.6 and 4.2.16 under 3.8, whose unittest names tests ``test_x (module.Class)``; 5.0.14 under Python 3.11,
+``test_x (module.Class.test_x)``),
 with two of their real test apps (``signing``, its docstring ids; ``str``, a database test) and modules of
 ours in Django's style for every outcome shape. The shim runs as the grader runs it, from the runner's own
 command, its stream read by `read_stream`; the host side maps the ids the run itself printed back to the
 node ids the stream gave. Last, the real django records of SWE-bench Lite and Verified: no id refused, the
-PASS_TO_PASS ids of the 1.11, 3.0 and 5.0 tasks found in those releases' files, and two tasks run from their
+PASS_TO_PASS ids of the 1.11, 3.0, 4.2 and 5.0 tasks found in those releases' files, and two tasks run from their
 records on their real test apps, every id passing.
 """
 
@@ -257,7 +257,7 @@ def run(
     return Run(root, release, status, stream, output)
 
 
-@pytest.fixture(scope="module", params=["1.11.29", "3.0.14", "5.0.14"])
+@pytest.fixture(scope="module", params=["1.11.29", "3.0.14", "4.2.16", "5.0.14"])
 def shapes_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     release = installed(request.param)
     yield run(tmp_path_factory.mktemp(f"django-{request.param}"), release, FILES)
@@ -505,7 +505,9 @@ def test_no_real_django_id_is_refused() -> None:
     assert RUNNER.unsupported(sorted(ids)) == []
 
 
-@pytest.mark.parametrize(("version", "release"), [("1.11", "1.11.29"), ("3.0", "3.0.14"), ("5.0", "5.0.14")])
+@pytest.mark.parametrize(
+    ("version", "release"), [("1.11", "1.11.29"), ("3.0", "3.0.14"), ("4.2", "4.2.16"), ("5.0", "5.0.14")]
+)
 def test_real_pass_to_pass_ids_are_found_in_the_release(version: str, release: str) -> None:
     """The PASS_TO_PASS ids of the tasks of a Django version, in the files `test_files` names, read from that
     version's last release (which can have moved a test since the task's commit: a few may be missing)."""
