@@ -18,7 +18,9 @@ Verified: 10,609 distinct ones):
   newline prints no description, so its test has a name-shaped id), later ones its first non-blank line: the
   second reading covers both. Matched against every ``test*`` method of the files read, a method inherited
   from a class of those files counting for each subclass that does not define it again; a plain mixin (a
-  class with no bases) runs nowhere by itself. Two tests or more share the line of about one docstring id
+  class with no bases) runs nowhere by itself. A method decorated with asgiref's ``async_to_sync`` prints
+  the docstring of that wrapper's class, whatever its own (`ASYNC_TO_SYNC_LINE`, django__django-16136).
+  Two tests or more share the line of about one docstring id
   in six (123 of the 796 of the 3.0 and 5.0 tasks, in those releases' files: the serializers' formats, a
   family of variants documented alike); SWE-bench's log parser kept the status printed last, so the id
   maps to the last of them in unittest's order (the files in the order given, classes by name, methods by
@@ -55,6 +57,10 @@ from gym_swe.grading.runners.base import TestRunner
 TESTS_DIR = "tests/"
 RUNTESTS_ARGS = ("--verbosity", "2", "--settings=test_sqlite", "--parallel", "1")
 """SWE-bench's arguments to ``runtests.py``, before the labels."""
+
+ASYNC_TO_SYNC_LINE = "Utility class which turns an awaitable that only works on the thread with"
+"""What a test method decorated with asgiref's ``async_to_sync`` prints for its docstring: the wrapper
+object's, its class's (asgiref 3.2-3.8), whatever the method's own."""
 
 _NAMED = re.compile(r"^(?P<name>\w+) \((?P<dotted>\w+(?:\.\w+)*)\)$")
 _DIFF_HEADER = re.compile(r"^diff --git a/(?P<a>.*) b/(?P<b>.*)$")
@@ -237,6 +243,9 @@ def _last_name(node: ast.expr) -> str:
 
 
 def _doc_line(function: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    for decorator in function.decorator_list:
+        if _last_name(decorator) == "async_to_sync":
+            return ASYNC_TO_SYNC_LINE
     doc = ast.get_docstring(function, clean=False)
     if not doc or not doc.strip():
         return None

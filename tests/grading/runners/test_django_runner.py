@@ -381,6 +381,11 @@ HOST_SOURCES = {
             class GuardedTests(TestCase):
                 def test_guarded(self):
                     """Guarded."""
+
+        class AsyncTests(TestCase):
+            @async_to_sync
+            async def test_wrapped(self):
+                """Its own docstring is not what the runner prints."""
         '''
     ),
     "tests/auth_tests/test_views.py": "class LoginTest(AuthViewsTestCase):\n    def test_login(self):\n        pass\n",
@@ -402,6 +407,8 @@ HOST_SOURCES = {
         # two classes mix the test in: the one unittest runs (and SWE-bench's parser kept) last
         ("Shared docstring line.", "tests/admin_views/tests.py::BTests::test_shared"),
         ("Guarded.", "tests/admin_views/tests.py::GuardedTests::test_guarded"),
+        ("Utility class which turns an awaitable that only works on the thread with",
+         "tests/admin_views/tests.py::AsyncTests::test_wrapped"),
         ("test_gone (other_app.tests.SomeTests)", None),  # its module is not among the files
         ("No test prints this.", None),
     ],
