@@ -13,9 +13,10 @@ from gym_swe.grading.runners.base import TestRunner
 
 RUNNERS = {
     "pytest": "gym_swe.grading.runners.pytest:PytestRunner",
+    "django": "gym_swe.grading.runners.django:DjangoRunner",
 }
 """Runner name -> ``module:class``, imported when a task first needs it."""
-BY_REPOSITORY: dict[str, str] = {}
+BY_REPOSITORY = {"django/django": "django"}
 """A SWE-bench repository (``owner/name``) -> the runner its tests take."""
 
 

@@ -51,8 +51,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from shlex import quote
+from typing import TYPE_CHECKING
 
 from gym_swe.grading.runners.base import TestRunner
+
+if TYPE_CHECKING:
+    from gym_swe.grading.repository import Environment
 
 TESTS_DIR = "tests/"
 RUNTESTS_ARGS = ("--verbosity", "2", "--settings=test_sqlite", "--parallel", "1")
@@ -123,7 +127,14 @@ class DjangoRunner(TestRunner):
                 found[test_id] = node
         return found
 
-    def command(self, workdir: str, driver: str, files: Sequence[str]) -> str:
+    def command(
+        self,
+        workdir: str,
+        driver: str,
+        files: Sequence[str],
+        environment: Environment | None = None,
+        options: Sequence[str] = (),
+    ) -> str:
         labels = []
         for path in files:
             if path.startswith(TESTS_DIR) and path.endswith(".py"):

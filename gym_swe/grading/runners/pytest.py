@@ -42,6 +42,8 @@ class PytestRunner(TestRunner):
         environment: Environment,
         options: Sequence[str],
     ) -> str:
+        if environment is None:
+            raise ValueError("pytest's command needs the probed environment (its plugins, configuration)")
         hosted = " self-hosted" if environment.self_hosted else ""
         plugins = shlex.quote(",".join(environment.plugins))
         arguments = [*options, *environment.config_options(), *files]
