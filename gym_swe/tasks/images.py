@@ -12,9 +12,11 @@ import base64
 import hashlib
 import io
 import json
+import os
 import shlex
 import tarfile
 from collections.abc import Callable
+from pathlib import Path
 
 from gym_swe.sandbox.docker import BASE_IMAGE, docker_client
 from gym_swe.sandbox.images import existing_recipe
@@ -25,13 +27,31 @@ from gym_swe.tasks.swe import SWETask, docker_image
 VENV = "/opt/gym_swe-venv"
 
 
-def dockerfile(task: SWETask, base: str) -> str:
+IMAGE_CA = "/etc/gym_swe/pip-ca.crt"
+"""Where a task image keeps the host's CA bundle for pip (`host_ca_bundle`)."""
+
+
+def host_ca_bundle() -> Path | None:
+    """The CA bundle this host's pip trusts, when it names one (``PIP_CERT``, ``REQUESTS_CA_BUNDLE``,
+    ``SSL_CERT_FILE``): behind a proxy that re-signs TLS, an image's pip must trust it too to reach the index
+    its packages and install commands come from."""
+    for variable in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
+        value = os.environ.get(variable)
+        if value and Path(value).is_file():
+            return Path(value)
+    return None
+
+
+def dockerfile(task: SWETask, base: str, ca: bool = False) -> str:
+    """The task image's Dockerfile (``ca``: the build context holds the host's CA bundle for pip)."""
     spec = task.environment
     lines = [
         f"FROM {base}",
         "COPY repo /testbed",
         f"RUN python3 -m venv --system-site-packages {VENV}",
     ]
+    if ca and (spec.packages or spec.install or spec.pytest_requirement((3, 11))):
+        lines += [f"COPY pip-ca.crt {IMAGE_CA}", f"ENV PIP_CERT={IMAGE_CA}"]
     # The base image's python and pytest serve (environment.python is for local sandboxes): a pytest is
     # asked for only by name, so the one the image has satisfies it without a download.
     requirements = spec.packages + (("pytest",) if spec.pytest_requirement((3, 11)) else ())
@@ -49,7 +69,7 @@ def dockerfile(task: SWETask, base: str) -> str:
 
 
 def recipe(task: SWETask, base_id: str) -> str:
-    parts = [task.instance_id, task.base_commit, dockerfile(task, base_id), base_id]
+    parts = [task.instance_id, task.base_commit, dockerfile(task, base_id), base_id]  # the CA is no recipe
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
@@ -71,7 +91,11 @@ def build_task_image(
     repo = checkout(task, source)
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as archive:
-        text = dockerfile(task, base) + f'LABEL gym_swe.recipe="{wanted}" gym_swe.task="{task.instance_id}"\n'
+        ca = host_ca_bundle()
+        text = dockerfile(task, base, ca=ca is not None)
+        text += f'LABEL gym_swe.recipe="{wanted}" gym_swe.task="{task.instance_id}"\n'
+        if ca is not None:
+            archive.add(str(ca), arcname="pip-ca.crt")
         info = tarfile.TarInfo("Dockerfile")
         info.size = len(text.encode())
         archive.addfile(info, io.BytesIO(text.encode()))

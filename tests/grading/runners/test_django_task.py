@@ -15,7 +15,7 @@ import pytest
 
 from gym_swe.tasks.swe import load_swe_tasks
 from gym_swe.validate import validate
-from tests.conftest import require_bwrap
+from tests.conftest import require_bwrap, require_docker
 from tests.grading.runners.django_fixtures import installed
 from tests.redteam.scripted import run_episode
 from tests.tasks.local_repos import diff_of, git, user_pip_cache, write_records
@@ -103,9 +103,23 @@ def test_a_django_task_validates_under_its_own_runner(world: tuple[Path, Path, s
     )
 
 
-def test_the_gold_patch_earns_one_and_no_change_zero_through_env_step(world: tuple[Path, Path, str]) -> None:
+@pytest.mark.parametrize("backend", ["local", "docker"])
+def test_the_gold_patch_earns_one_and_no_change_zero_through_env_step(
+    world: tuple[Path, Path, str], backend: str
+) -> None:
+    """On docker, in the task's image as `gym-swe images build` makes it: the runner is the record's there
+    too."""
     mirrors, tasks, gold = world
-    env = gymnasium.make("SWEGym-v0", tasks=str(tasks), repo_source=str(mirrors))
+    image = None
+    if backend == "docker":
+        require_docker()
+        from gym_swe.tasks.images import build_task_image
+        from gym_swe.tasks.repos import RepoSource
+
+        image = build_task_image(
+            load_swe_tasks(str(tasks)).get(TASK_ID), RepoSource(mirrors), log=lambda _: None
+        )
+    env = gymnasium.make("SWEGym-v0", tasks=str(tasks), repo_source=str(mirrors), sandbox=backend)
     try:
         fix = base64.b64encode(gold.encode()).decode()
         reward, terminated, _, info = run_episode(env, TASK_ID, [bash(f"echo {fix} | base64 -d | git apply")])
@@ -116,6 +130,10 @@ def test_the_gold_patch_earns_one_and_no_change_zero_through_env_step(world: tup
         assert terminated and reward == 0.0
     finally:
         env.close()
+        if image is not None:
+            from gym_swe.sandbox.docker import docker_client
+
+            docker_client().images.remove(image, force=True)
 
 
 def bash(command: str) -> str:
