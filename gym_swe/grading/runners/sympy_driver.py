@@ -1,20 +1,23 @@
-"""Runs sympy's own test runner for the repository grader, inside the grading sandbox, and streams one line per
-test as it ends.
+# mypy: disallow-untyped-defs=False, disallow-incomplete-defs=False, disallow-untyped-calls=False
+# (run inside task images, as pytest_driver.py is: its functions stay unannotated, their bodies are checked)
+"""Runs sympy's own test runner for the repository grader, inside the grading sandbox, and streams one line
+per test as it ends.
 
-Run as a script with the task environment's python, standard library only, Python >= 3.5:
+Run as a script with the task environment's python, standard library only, Python >= 3.6 (the floor of the
+pytest driver it imports; SWE-bench runs every sympy version with 3.9):
 
     python sympy_driver.py run WORKDIR -- ARGS    (ARGS: bin/test's, e.g. -C --verbose sympy/core/tests/x.py)
 
 The runner is the repository's own: ``WORKDIR/bin/test`` is run in this process (``runpy``) as ``python
 bin/test ARGS`` would run it, and it runs the tests with ``sympy.testing.runtests`` (sympy >= 1.6) or
 ``sympy.utilities.runtests`` (older). Nothing of it is replaced: when that module is imported, its reporter
-class (``PyTestReporter``) is replaced by a subclass whose ``entering_test`` / ``test_pass`` / ``test_fail`` /
-``test_exception`` / ``test_skip`` / ``test_xfail`` / ``test_xpass`` / ``import_error`` also write to the stream,
-and ``SymPyTests.test_file`` is wrapped to know which file runs.
+class (``PyTestReporter``) is replaced by a subclass whose ``entering_test``, ``test_pass``, ``test_fail``,
+``test_exception``, ``test_skip``, ``test_xfail``, ``test_xpass`` and ``import_error`` also write to the
+stream, and ``SymPyTests.test_file`` is wrapped to know which file runs.
 
-Where the grader names a records descriptor (``GYM_SWE_RECORDS_FD``), it is taken first thing, before any code
-of the repository's runs, and the grader's pytest driver (written beside this script as ``driver.py``) gives the
-stream and the sealed checks' recorder (``_gym_seal`` / ``_gym_raises`` in builtins). The lines:
+Where the grader names a records descriptor (``GYM_SWE_RECORDS_FD``), it is taken first thing, before any
+code of the repository's runs, and the grader's pytest driver (written beside this script as ``driver.py``)
+gives the stream and the sealed checks' recorder (``_gym_seal`` / ``_gym_raises`` in builtins). The lines:
 
 - one ``test`` line per test as it ends: ``nodeid`` ``FILE::name`` (FILE relative to WORKDIR, with ``/``),
   ``file`` FILE, ``id`` the test's name as sympy's runner prints it (the dataset's id), ``outcome``: passed
@@ -48,13 +51,15 @@ def load_driver():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(DRIVER_MODULE, path)
+    if spec is None or spec.loader is None:
+        raise ImportError("no driver.py beside " + __file__)
     module = importlib.util.module_from_spec(spec)
     sys.modules[DRIVER_MODULE] = module
     spec.loader.exec_module(module)
     return module
 
 
-class Tracker(object):
+class Tracker:
     """Which file and test sympy's runner is in, and the stream lines of the tests that end."""
 
     def __init__(self, stream, workdir):
@@ -73,12 +78,12 @@ class Tracker(object):
 
     def start(self, function):
         name = getattr(function, "__name__", None) or "?"
-        node = "%s::%s" % (self.file, name)
+        node = f"{self.file}::{name}"
         if node in self.seen:  # the cases a generator test yields, each a lambda
             count = 2
-            while "%s[%d]" % (node, count) in self.seen:
+            while f"{node}[{count}]" in self.seen:
                 count += 1
-            node = "%s[%d]" % (node, count)
+            node = f"{node}[{count}]"
         self.seen.add(node)
         self.node, self.name = node, name
         os.environ["PYTEST_CURRENT_TEST"] = node + " (call)"
@@ -114,6 +119,42 @@ class Tracker(object):
             self.stream.write("test", fields)
 
 
+# The reporter's calls that end a test, and the outcome each gives it (sympy's verbose mark in the comment).
+ENDINGS = (
+    ("test_pass", "passed"),  # ok: the only mark SWE-bench's log parser reads as PASSED
+    ("test_fail", "failed"),  # F: an assertion failed
+    ("test_exception", "error"),  # E (T: a timeout with fail_on_timeout); outside a test, the file's error
+    ("test_skip", "skipped"),  # s, or the reason (Slow, Timeout, KeyboardInterrupt of a slow test)
+    ("test_xfail", "skipped"),  # f: an @XFAIL test that failed
+    ("test_xpass", "failed"),  # X: an @XFAIL test that passed, which sympy's runner counts as a failure
+)
+
+
+def streaming_reporter(base, tracker):
+    """A subclass of sympy's reporter class ``base`` that also tells ``tracker`` as each test starts and
+    ends, and which test file does not import."""
+
+    def ending(original, outcome):
+        def hooked(self, *args, **kwargs):
+            tracker.end(outcome)
+            return original(self, *args, **kwargs)
+
+        return hooked
+
+    def entering_test(self, f):
+        tracker.start(f)
+        return base.entering_test(self, f)
+
+    def import_error(self, filename, *args, **kwargs):
+        tracker.module_error(filename)
+        return base.import_error(self, filename, *args, **kwargs)
+
+    methods = {"entering_test": entering_test, "import_error": import_error, "_gym_swe_hooked": True}
+    for name, outcome in ENDINGS:
+        methods[name] = ending(getattr(base, name), outcome)
+    return type(base.__name__, (base,), methods)
+
+
 def hook_runner(module, tracker):
     """Put the streaming reporter in place of ``module``'s own, and make its test runner say which file runs.
     A module that only re-exports another's names (sympy >= 1.6's ``sympy.utilities.runtests``) is left as is:
@@ -124,45 +165,7 @@ def hook_runner(module, tracker):
         return
     if getattr(reporter_class, "_gym_swe_hooked", False) or reporter_class.__module__ != module.__name__:
         return
-
-    class StreamingReporter(reporter_class):
-        _gym_swe_hooked = True
-
-        def entering_test(self, f):
-            tracker.start(f)
-            return reporter_class.entering_test(self, f)
-
-        def test_pass(self, *args, **kwargs):
-            tracker.end("passed")
-            return reporter_class.test_pass(self, *args, **kwargs)
-
-        def test_fail(self, *args, **kwargs):
-            tracker.end("failed")
-            return reporter_class.test_fail(self, *args, **kwargs)
-
-        def test_exception(self, *args, **kwargs):
-            tracker.end("error")
-            return reporter_class.test_exception(self, *args, **kwargs)
-
-        def test_skip(self, *args, **kwargs):
-            tracker.end("skipped")
-            return reporter_class.test_skip(self, *args, **kwargs)
-
-        def test_xfail(self, *args, **kwargs):
-            tracker.end("skipped")
-            return reporter_class.test_xfail(self, *args, **kwargs)
-
-        def test_xpass(self, *args, **kwargs):
-            tracker.end("failed")
-            return reporter_class.test_xpass(self, *args, **kwargs)
-
-        def import_error(self, filename, *args, **kwargs):
-            tracker.module_error(filename)
-            return reporter_class.import_error(self, filename, *args, **kwargs)
-
-    StreamingReporter.__name__ = reporter_class.__name__
-    module.PyTestReporter = StreamingReporter
-
+    module.PyTestReporter = streaming_reporter(reporter_class, tracker)
     original_test_file = tests_class.test_file
 
     def test_file(self, filename, *args, **kwargs):
@@ -172,7 +175,7 @@ def hook_runner(module, tracker):
     tests_class.test_file = test_file
 
 
-class RunnerFinder(object):
+class RunnerFinder:
     """A ``sys.meta_path`` finder that finds sympy's runner module as the other finders would, and hooks the
     module once its code has run (before ``bin/test`` calls it)."""
 
@@ -222,8 +225,8 @@ def run(workdir, args):
     sys.path[:] = [entry for entry in sys.path if os.path.realpath(entry or os.getcwd()) != here]
     sys.path.insert(0, os.path.dirname(os.path.realpath(script)))
     sys.meta_path.insert(0, RunnerFinder(tracker))
-    sys.argv[:] = [script] + list(args)
-    status = 0
+    sys.argv[:] = [script, *list(args)]
+    status = 0  # type: int | str | None
     try:
         import runpy
 
