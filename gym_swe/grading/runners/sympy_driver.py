@@ -68,6 +68,7 @@ class Tracker:
         self.node = None  # the node id of the test running, None between tests
         self.name = None
         self.seen = set()
+        self.hooked = False  # whether sympy's runner module was imported, and hooked
 
     def relative(self, filename):
         path = os.path.relpath(os.path.realpath(filename), self.workdir)
@@ -158,13 +159,14 @@ def streaming_reporter(base, tracker):
 def hook_runner(module, tracker):
     """Put the streaming reporter in place of ``module``'s own, and make its test runner say which file runs.
     A module that only re-exports another's names (sympy >= 1.6's ``sympy.utilities.runtests``) is left as is:
-    the classes it names are hooked where they are defined."""
+    the classes it names are hooked where they are defined. Whether it hooked ``module``."""
     reporter_class = getattr(module, "PyTestReporter", None)
     tests_class = getattr(module, "SymPyTests", None)
     if reporter_class is None or tests_class is None:
-        return
+        return False
     if getattr(reporter_class, "_gym_swe_hooked", False) or reporter_class.__module__ != module.__name__:
-        return
+        return False
+    tracker.hooked = True
     module.PyTestReporter = streaming_reporter(reporter_class, tracker)
     original_test_file = tests_class.test_file
 
@@ -173,6 +175,7 @@ def hook_runner(module, tracker):
         return original_test_file(self, filename, *args, **kwargs)
 
     tests_class.test_file = test_file
+    return True
 
 
 class RunnerFinder:
@@ -200,7 +203,8 @@ class RunnerFinder:
 
         def exec_module(module):
             execute(module)
-            hook_runner(module, tracker)
+            if hook_runner(module, tracker) and self in sys.meta_path:
+                sys.meta_path.remove(self)  # hooked: no other import needs looking at
 
         loader.exec_module = exec_module
         return spec
@@ -239,6 +243,12 @@ def run(workdir, args):
         raise
     finally:
         sys.stdout.flush()
+        if not tracker.hooked:
+            runners = " or ".join(RUNNER_MODULES)
+            sys.stderr.write(
+                f"gym_swe: sympy's own test runner ({runners}) never ran: bin/test ran something else (from "
+                "sympy 1.13.0 on, bin/test runs pytest unless given --use-sympy-runner)\n"
+            )
     if stream is not None:
         stream.write("end", {"tests": stream.tests})
     return status

@@ -318,3 +318,15 @@ def test_every_swe_bench_sympy_id_is_supported(shared_data: Path) -> None:
     ]
     assert len(ids) > 1000
     assert RUNNER.unsupported(ids) == []
+
+
+def test_a_bin_test_that_runs_no_sympy_runner_streams_no_tests(tmp_path: Path) -> None:
+    """sympy >= 1.13.0's bin/test runs pytest unless given --use-sympy-runner: nothing is streamed for any
+    test (each then fails), the run still ends with its own exit status, and stderr says why."""
+    repo = tmp_path / "repo"
+    (repo / "bin").mkdir(parents=True)
+    (repo / "bin" / "test").write_text("import sys\nprint('ran something else')\nsys.exit(3)\n")
+    run = run_shim(repo, tmp_path / "grader", ["sympy/core/tests/test_basic.py"])
+    assert run.returncode == 3
+    assert run.lines == [{"kind": "end", "tests": 0, "seq": 0}]
+    assert "ran something else" in run.output and "sympy's own test runner" in run.output
