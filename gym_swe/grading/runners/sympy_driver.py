@@ -27,7 +27,12 @@ gives the stream and the sealed checks' recorder (``_gym_seal`` / ``_gym_raises`
 - one ``test`` line with outcome error and nodeid FILE for a test file that does not import or whose module
   code raised (sympy then runs the tests defined before the error, each with its own line);
 - a second test of the same name in a file (the cases of a generator test) is ``FILE::name[2]``, ``[3]`` ...;
-- at the end, when the runner returns or exits, an ``end`` line with the number of test lines.
+- at the end, when the runner returns or exits, an ``end`` line with the number of test lines; a runner that
+  breaks (an exception out of bin/test) leaves none: the run did not finish. A test that was running when the
+  run ended (a test's own ``sys.exit``) gets an error line first.
+
+A bin/test that never imports sympy's runner streams no test line, and stderr says so: from sympy 1.13.0 on,
+bin/test runs pytest unless given ``--use-sympy-runner`` (no SWE-bench task's base commit is that recent).
 
 While a test runs, ``PYTEST_CURRENT_TEST`` is ``NODE (call)``, which the sealed checks' recorder reads.
 
