@@ -109,7 +109,6 @@ SHAPE_OUTCOMES = {
 
 @dataclass
 class Run:
-    version: str
     repo: Path
     returncode: int
     output: str
@@ -138,25 +137,21 @@ def run_shim(repo: Path, grader: Path, files: list[str]) -> Run:
             env={"PATH": f"{runner_venv()}:/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1",
                  RECORDS_FD_VARIABLE: str(stream.fileno()), **RUNNER.environment()},
         )  # fmt: skip
-    return Run(repo.name, repo, run.returncode, run.stdout + run.stderr, records.read_bytes())
+    return Run(repo, run.returncode, run.stdout + run.stderr, records.read_bytes())
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
-def repository(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+def repository(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     version = request.param
     shapes = SHAPES_SOURCE.format(pytest=PYTEST_MODULE[version], shapes=SHAPES)
     files = {SHAPES: shapes, BROKEN: BROKEN_SOURCE, RAISING: RAISING_SOURCE}
     destination = tmp_path_factory.mktemp(f"sympy-{version}")
-    return version, sympy_repository(version, destination, (REAL,), files)
+    return sympy_repository(version, destination, (REAL,), files)
 
 
 @pytest.fixture(scope="module")
-def ran(repository: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Run:
-    version, repo = repository
-    grader = tmp_path_factory.mktemp("grader")
-    run = run_shim(repo, grader, [REAL, SHAPES, BROKEN, RAISING])
-    run.version = version
-    return run
+def ran(repository: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return run_shim(repository, tmp_path_factory.mktemp("grader"), [REAL, SHAPES, BROKEN, RAISING])
 
 
 def real_outcomes(repo: Path) -> dict[str, str]:
@@ -185,12 +180,11 @@ def test_a_sealed_check_is_recorded_for_its_test(ran: Run) -> None:
     assert (record.token, record.case, record.value) == ("t1", f"{SHAPES}::test_sealed", 5)
 
 
-def test_the_exit_status_is_the_runners(ran: Run, repository: tuple[str, Path], tmp_path: Path) -> None:
+def test_the_exit_status_is_the_runners(ran: Run, repository: Path, tmp_path: Path) -> None:
     assert ran.returncode == 1  # tests failed
-    _, repo = repository
-    passing = run_shim(repo, tmp_path / "grader", [REAL])
+    passing = run_shim(repository, tmp_path / "grader", [REAL])
     assert passing.returncode == 0, passing.output
-    assert passing.streamed.outcomes == real_outcomes(repo) and passing.streamed.finished
+    assert passing.streamed.outcomes == real_outcomes(repository) and passing.streamed.finished
 
 
 def test_node_ids_map_the_runners_ids_to_the_streamed_node_ids(ran: Run) -> None:
