@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from gym_swe.grading import pytest_driver
 from gym_swe.grading.outcome_stream import RECORDS_FD_VARIABLE, Streamed, read_stream
 from gym_swe.grading.runners.sympy import SympyRunner, module_functions
 from tests.grading.runners.sympy_fixtures import runner_venv, sympy_repository, sympy_sdist
 
 RUNNER = SympyRunner()
-PYTEST_DRIVER = Path(__file__).parents[3] / "gym_swe" / "grading" / "pytest_driver.py"
+PYTEST_DRIVER = Path(pytest_driver.__file__)  # the grader writes it beside the shim as driver.py
 VERSIONS = ("1.12", "1.1.1")  # sympy.testing.runtests; sympy.utilities.runtests
 PYTEST_MODULE = {"1.12": "sympy.testing.pytest", "1.1.1": "sympy.utilities.pytest"}
 
