@@ -86,7 +86,9 @@ def _download(pattern: str, *pip_args: str) -> Path:
             )  # fmt: skip
             found = sorted(CACHE.glob(pattern))
             if run.returncode != 0 or not found:
-                pytest.skip(f"could not download {' '.join(pip_args)}: {run.stderr.strip()[-300:]}")
+                errors = [line for line in run.stderr.splitlines() if line.startswith("ERROR")]
+                why = (errors[-1] if errors else run.stderr.strip())[-300:]
+                pytest.skip(f"could not download {' '.join(pip_args)}: {why}")
     return found[0]
 
 
