@@ -32,7 +32,7 @@ SHAPES_SOURCE = """\
 import os
 
 from sympy import Symbol
-from {pytest} import SKIP, XFAIL, skip, slow
+from {pytest} import SKIP, XFAIL, raises, skip, slow
 
 x = Symbol("x")
 
@@ -77,6 +77,11 @@ def test_sealed():
     _gym_seal("t1", 2 + 3)
 
 
+def test_sealed_raises():
+    with _gym_raises("t2", raises(BaseException)):
+        1 / 0
+
+
 def test_knows_its_name():
     assert os.environ["PYTEST_CURRENT_TEST"] == "{shapes}::test_knows_its_name (call)"
 
@@ -99,6 +104,7 @@ SHAPE_OUTCOMES = {
     f"{SHAPES}::test_xfail": "skipped",  # sympy's f
     f"{SHAPES}::test_xpass": "failed",  # sympy's X: not "ok", so not PASSED for SWE-bench's parser
     f"{SHAPES}::test_sealed": "passed",
+    f"{SHAPES}::test_sealed_raises": "passed",
     f"{SHAPES}::test_knows_its_name": "passed",
     f"{SHAPES}::<lambda>": "passed",  # the cases a generator test yields
     f"{SHAPES}::<lambda>[2]": "passed",
@@ -176,9 +182,13 @@ def test_lines_name_the_file_and_the_runners_id(ran: Run) -> None:
     assert ran.lines[-1] == {"kind": "end", "tests": len(tests), "seq": len(ran.lines) - 1}
 
 
-def test_a_sealed_check_is_recorded_for_its_test(ran: Run) -> None:
-    [record] = ran.streamed.records
-    assert (record.token, record.case, record.value) == ("t1", f"{SHAPES}::test_sealed", 5)
+def test_sealed_checks_are_recorded_for_their_tests(ran: Run) -> None:
+    """A sealed assert (``_gym_seal``) and a sealed ``raises`` block (``_gym_raises`` around sympy's own
+    ``raises(BaseException)`` context) record their values for the test that ran them."""
+    sealed, raised = ran.streamed.records
+    assert (sealed.token, sealed.case, sealed.value) == ("t1", f"{SHAPES}::test_sealed", 5)
+    assert (raised.token, raised.case) == ("t2", f"{SHAPES}::test_sealed_raises")
+    assert raised.value["mro"][0] == "builtins.ZeroDivisionError"
 
 
 def test_the_exit_status_is_the_runners(ran: Run, repository: Path, tmp_path: Path) -> None:
@@ -196,7 +206,7 @@ def test_node_ids_map_the_runners_ids_to_the_streamed_node_ids(ran: Run) -> None
         for line in ran.lines
         if line["kind"] == "test" and str(line["id"]).startswith("test_")
     }
-    assert len(streamed) >= len(real_outcomes(ran.repo)) + 9
+    assert len(streamed) >= len(real_outcomes(ran.repo)) + 10
     assert RUNNER.node_ids([*streamed, "test_not_anywhere"], sources) == streamed
 
 
