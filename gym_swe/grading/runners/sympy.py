@@ -9,8 +9,9 @@ Ids: sympy's runner names a test by its function's name alone (``test_issue_1234
 parser keys outcomes that way. `node_ids` finds each name among the test files' module-level functions
 (a ``def`` at the top level, or under a top-level ``if``/``try``/``with``: sympy's runner collects the
 module's globals) and gives ``FILE::name``. A name defined in two of the files maps to the first of them in
-the order of ``sources`` (the order of `test_files`): a bare id cannot tell them apart, and SWE-bench's
-parser keeps one status for both.
+the order of ``sources`` (the order of `test_files`): a bare id cannot tell them apart. (SWE-bench's log
+parser keeps the status of the one sympy runs last, its files in path order; 5 of SWE-bench Lite's and
+Verified's sympy tasks have such ids.)
 
 Outcomes: passed exactly where SWE-bench's parser reads PASSED (sympy's verbose ``ok``); an ``@XFAIL`` test
 that fails is skipped (``f``), one that passes failed (``X``); ``skip()``, ``@SKIP`` and ``@slow`` are
