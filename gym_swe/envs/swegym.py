@@ -22,7 +22,7 @@ from gym_swe.grading.repository import (
     probe_inputs,
     protection,
 )
-from gym_swe.grading.test_ids import files_to_run
+from gym_swe.grading.runners import runner_named
 from gym_swe.sandbox import Sandbox
 from gym_swe.sandbox.local import SOURCE_MODES
 from gym_swe.tasks.base import TaskSet
@@ -252,11 +252,13 @@ class SWEGymEnv(ToolEnv):
         with self.new_sandbox(task) as grader:
             environment, pristine = self._pristine_state(task, grader)
             test_paths = {path for part in split_diff(task.test_patch) for path in part.paths}
+            runner_paths = runner_named(task.test_runner).protected
 
             def reason_to_drop(path: str, new: bool) -> str | None:
                 return protection_reason(
-                    path, test_paths, environment.shadowable, new=new, editable=environment.editable
-                )
+                    path, test_paths, environment.shadowable, new=new, editable=environment.editable,
+                    runner_paths=runner_paths,
+                )  # fmt: skip
 
             taken = take_diff(sandbox, grader, pristine, WORKDIR, reason_to_drop)
             grade = grade_repository(
@@ -366,8 +368,9 @@ class SWEGymEnv(ToolEnv):
         if key in self._pristine:
             self._pristine.move_to_end(key)
             return self._pristine[key]
-        files = files_to_run([*task.fail_to_pass, *task.pass_to_pass])
-        state = probe_environment(grader, WORKDIR, files), manifest(grader, WORKDIR)
+        runner = runner_named(task.test_runner)
+        files = runner.test_files([*task.fail_to_pass, *task.pass_to_pass], task.test_patch)
+        state = probe_environment(grader, WORKDIR, files, runner.needs_pytest), manifest(grader, WORKDIR)
         self._pristine[key] = state
         while len(self._pristine) > PRISTINE_CACHE_SIZE:
             self._pristine.popitem(last=False)

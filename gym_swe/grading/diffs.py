@@ -275,14 +275,17 @@ def protection_reason(
     shadowable: Collection[str] = (),
     new: bool = False,
     editable: Mapping[str, Collection[str]] | None = None,
+    runner_paths: Collection[str] = (),
 ) -> str | None:
     """Why ``path`` is protected (None when the agent may change it). ``new``: the change creates it,
     which only matters for names that shadow an installed module (``shadowable``, ``editable``: see
-    `shadowed_module`)."""
+    `shadowed_module`); ``runner_paths``: the files of the task's test runner (`TestRunner.protected`)."""
     pure = PurePosixPath(path)
     name = pure.name
     if path in set(test_patch_paths):
         return "touched by the task's tests"
+    if path in runner_paths:
+        return "the test runner's own"
     if ".git" in pure.parts:
         return "git internals"
     if name in GIT_FILES:
@@ -307,6 +310,7 @@ def part_reason(
     test_patch_paths: Iterable[str],
     shadowable: Collection[str] = (),
     editable: Mapping[str, Collection[str]] | None = None,
+    runner_paths: Collection[str] = (),
 ) -> str | None:
     """Why a whole part is dropped: a protected path, or a kind of change a source fix never needs."""
     if part.binary:
@@ -319,7 +323,9 @@ def part_reason(
     created = part.new_path is not None and part.new_path != part.old_path
     for path in part.paths:
         new = created and path == part.new_path
-        reason = protection_reason(path, test_paths, shadowable, new=new, editable=editable)
+        reason = protection_reason(
+            path, test_paths, shadowable, new=new, editable=editable, runner_paths=runner_paths
+        )
         if reason is not None:
             return reason
     return None
@@ -343,15 +349,16 @@ def filter_diff(
     test_patch: str = "",
     shadowable: Collection[str] = (),
     editable: Mapping[str, Collection[str]] | None = None,
+    runner_paths: Collection[str] = (),
 ) -> FilteredDiff:
-    """Drop the changes to protected paths from ``diff`` (the ``test_patch``'s paths are protected too;
-    ``shadowable`` and ``editable``: see `shadowed_module`)."""
+    """Drop the changes to protected paths from ``diff`` (the ``test_patch``'s paths are protected too, and
+    ``runner_paths``; ``shadowable`` and ``editable``: see `shadowed_module`)."""
     test_paths = {path for part in split_diff(test_patch) for path in part.paths}
     kept_text: list[str] = []
     kept: list[str] = []
     dropped: list[tuple[str, str]] = []
     for part in split_diff(diff):
-        reason = part_reason(part, test_paths, shadowable, editable)
+        reason = part_reason(part, test_paths, shadowable, editable, runner_paths)
         label = part.new_path or part.old_path or "?"
         if reason is not None:
             dropped.append((label, reason))

@@ -359,7 +359,9 @@ def _graded(
         environment = probe_environment(sandbox, workdir, files, runner.needs_pytest)
     if pristine is None:
         pristine = manifest(sandbox, workdir)
-    filtered = filter_diff(diff, task.test_patch, environment.shadowable, environment.editable)
+    filtered = filter_diff(
+        diff, task.test_patch, environment.shadowable, environment.editable, runner_paths=runner.protected
+    )
     log = [f"python {environment.python}, pytest {environment.pytest}"
            f"{' (the repository itself)' if environment.self_hosted else ''}, plugins: "
            f"{', '.join(environment.plugins) or '-'}, configuration: {environment.config or 'none'}",

@@ -14,9 +14,10 @@ from gym_swe.grading.runners.base import TestRunner
 RUNNERS = {
     "pytest": "gym_swe.grading.runners.pytest:PytestRunner",
     "django": "gym_swe.grading.runners.django:DjangoRunner",
+    "sympy": "gym_swe.grading.runners.sympy:SympyRunner",
 }
 """Runner name -> ``module:class``, imported when a task first needs it."""
-BY_REPOSITORY = {"django/django": "django"}
+BY_REPOSITORY = {"django/django": "django", "sympy/sympy": "sympy"}
 """A SWE-bench repository (``owner/name``) -> the runner its tests take."""
 
 

@@ -36,6 +36,9 @@ class TestRunner(ABC):
     """The file name, in this package's directory, of the shim the grading sandbox runs ("": the pytest
     driver itself, which the grader writes for every runner as ``driver.py``, so that a shim can import its
     stream and its sealed checks' recorder from beside it)."""
+    protected: ClassVar[tuple[str, ...]] = ()
+    """Files of the runner the repository holds (its script, its test helpers) that no fix needs: the
+    agent's changes to them are dropped, as to the tests themselves (`gym_swe.grading.diffs`)."""
     needs_pytest: ClassVar[bool] = False
     """The environment must hold pytest (the probe says why not where it does not)."""
     junit: ClassVar[bool] = False

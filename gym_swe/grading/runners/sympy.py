@@ -30,9 +30,13 @@ import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from fnmatch import fnmatch
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from gym_swe.grading.diffs import split_diff
 from gym_swe.grading.runners.base import TestRunner
+
+if TYPE_CHECKING:
+    from gym_swe.grading.repository import Environment
 
 BIN_TEST_OPTIONS = ("-C", "--verbose")
 """bin/test's options as SWE-bench passes them: no cache (``-C``), a line per test (``--verbose``)."""
@@ -45,6 +49,9 @@ class SympyRunner(TestRunner):
 
     name = "sympy"
     driver = "sympy_driver.py"
+    # bin/test is the runner the shim runs; sympy/utilities/pytest.py (before 1.6: sympy/testing/ after,
+    # protected as a test directory) holds raises, XFAIL, SKIP and slow. runtests.py is protected by name.
+    protected = ("bin/test", "sympy/utilities/pytest.py")
 
     def unsupported(self, ids: Sequence[str]) -> list[str]:
         """Ids that are not a test function's name as sympy's runner collects it (``test_`` + identifier)."""
@@ -61,19 +68,28 @@ class SympyRunner(TestRunner):
         return files
 
     def node_ids(self, ids: Sequence[str], sources: Mapping[str, str]) -> dict[str, str]:
-        """Each id -> ``FILE::id`` for the first file of ``sources`` (in its order) that defines it at module
-        level; a file that does not parse defines nothing (its tests cannot run)."""
+        """Each id -> ``FILE::id`` for the file of ``sources`` that defines it at module level; where two
+        do, the last by path, the one sympy's runner runs last (it runs its files in path order), whose
+        outcome SWE-bench's log parser kept (5 instances, 49 ids). A file that does not parse defines
+        nothing (its tests cannot run)."""
         defined: dict[str, str] = {}
-        for file, text in sources.items():
+        for file, text in sorted(sources.items()):
             try:
                 tree = ast.parse(text, filename=file)
             except (SyntaxError, ValueError):
                 continue
             for function in module_functions(tree.body):
-                defined.setdefault(function, f"{file}::{function}")
+                defined[function] = f"{file}::{function}"
         return {test_id: defined[test_id] for test_id in ids if test_id in defined}
 
-    def command(self, workdir: str, driver: str, files: Sequence[str]) -> str:
+    def command(
+        self,
+        workdir: str,
+        driver: str,
+        files: Sequence[str],
+        environment: Environment | None = None,
+        options: Sequence[str] = (),
+    ) -> str:
         arguments = " ".join(shlex.quote(argument) for argument in (*BIN_TEST_OPTIONS, *files))
         quoted = shlex.quote(workdir)
         return f"cd {quoted} && python {shlex.quote(driver)} run {quoted} -- {arguments}"

@@ -1,5 +1,3 @@
-# mypy: disallow-untyped-defs=False, disallow-incomplete-defs=False, disallow-untyped-calls=False
-# (run inside task images, as pytest_driver.py is: its functions stay unannotated, their bodies are checked)
 """Runs sympy's own test runner for the repository grader, inside the grading sandbox, and streams one line
 per test as it ends.
 

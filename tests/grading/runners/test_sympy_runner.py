@@ -210,9 +210,10 @@ def test_node_ids_map_the_runners_ids_to_the_streamed_node_ids(ran: Run) -> None
     assert RUNNER.node_ids([*streamed, "test_not_anywhere"], sources) == streamed
 
 
-def test_node_ids_take_the_first_file_of_a_name_both_define() -> None:
+def test_node_ids_take_the_last_file_by_path_of_a_name_two_define() -> None:
     """sympy 1.12's two test_normalforms.py files (one SWE-bench task runs both) both define
-    test_smith_normal; a bare id maps to the first file in the order of the sources."""
+    test_smith_normal; a bare id maps to the file sympy's runner runs last (its files in path order), whose
+    outcome SWE-bench's log parser kept, in whatever order the sources come."""
     first, second = (
         "sympy/matrices/tests/test_normalforms.py",
         "sympy/polys/matrices/tests/test_normalforms.py",
@@ -220,14 +221,12 @@ def test_node_ids_take_the_first_file_of_a_name_both_define() -> None:
     with tarfile.open(sympy_sdist("1.12")) as archive:
         texts = {path: archive.extractfile(f"sympy-1.12/{path}").read().decode() for path in (first, second)}  # type: ignore[union-attr]
     ids = ["test_smith_normal", "test_issue_23410"]  # in both; in the first only
-    assert RUNNER.node_ids(ids, texts) == {
-        "test_smith_normal": f"{first}::test_smith_normal",
-        "test_issue_23410": f"{first}::test_issue_23410",
-    }
-    assert RUNNER.node_ids(ids, {second: texts[second], first: texts[first]}) == {
+    expected = {
         "test_smith_normal": f"{second}::test_smith_normal",
         "test_issue_23410": f"{first}::test_issue_23410",
     }
+    assert RUNNER.node_ids(ids, texts) == expected
+    assert RUNNER.node_ids(ids, {second: texts[second], first: texts[first]}) == expected
 
 
 @pytest.mark.parametrize(
