@@ -24,8 +24,8 @@ TESTS = "sympy/utilities/tests/test_iterables.py"
 FIX_TEST = """
 
 def test_rotate_by_more_than_the_length():
-    assert rotate_left([7, 8, 9, 10], 9) == [8, 9, 10, 7]
-    assert rotate_right([7, 8, 9, 10], 6) == [9, 10, 7, 8]
+    values = list(range(123457, 987654, 11))
+    assert rotate_right(values, 100003)[0] == 751832
 """
 FAIL_TO_PASS = ["test_rotate_by_more_than_the_length"]
 PASS_TO_PASS = ["test_rotate", "test_flatten", "test_sift"]
@@ -78,13 +78,12 @@ def test_a_sympy_task_validates_under_its_own_runner(world: tuple[Path, Path, st
 
 def test_the_gold_patch_earns_one_and_no_change_zero_through_env_step(world: tuple[Path, Path, str]) -> None:
     mirrors, tasks, gold = world
-    # integrity="any": the expected lists are the test's own inputs rearranged (public, nothing protects
-    # them); this test is about the runner
-    env = gymnasium.make("SWEGym-v0", tasks=str(tasks), repo_source=str(mirrors), integrity="any")
+    env = gymnasium.make("SWEGym-v0", tasks=str(tasks), repo_source=str(mirrors))
     try:
         fix = base64.b64encode(gold.encode()).decode()
         reward, terminated, _, info = run_episode(env, TASK_ID, [bash(f"echo {fix} | base64 -d | git apply")])
         assert terminated and reward == 1.0, (info["grade"].get("error"), info["grade"]["log"][-3000:])
+        assert info["grade"]["integrity"] == "sealed"  # its plain assert, held outside the run
         reward, terminated, _, info = run_episode(env, TASK_ID, [])
         assert terminated and reward == 0.0
         # bin/test is the runner's own: an agent's change to it is dropped, not graded
@@ -94,6 +93,43 @@ def test_the_gold_patch_earns_one_and_no_change_zero_through_env_step(world: tup
             [bash("echo 'import sys; sys.exit(0)' > bin/test"), bash(f"echo {fix} | base64 -d | git apply")],
         )
         assert reward == 1.0 and "dropped bin/test: the test runner's own" in info["grade"]["log"]
+    finally:
+        env.close()
+
+
+# An attack of an agent that has read gym_swe, the bug left in: code under test (imported by the tests, in
+# the runner's process) that makes sympy's reporter count every failure as a pass.
+FAILURES_PASS = """
+def _forge():
+    import sys
+
+    for name in ("sympy.testing.runtests", "sympy.utilities.runtests"):
+        module = sys.modules.get(name)
+        if module is not None:
+            for cls in [module.PyTestReporter, *module.PyTestReporter.__subclasses__()]:
+                cls.test_fail = lambda self, exc_info: self.test_pass()
+
+
+_forge()
+"""
+
+
+def test_forged_outcomes_from_the_code_under_test_earn_nothing(world: tuple[Path, Path, str]) -> None:
+    mirrors, tasks, gold = world
+    env = gymnasium.make("SWEGym-v0", tasks=str(tasks), repo_source=str(mirrors))
+    forge = bash(
+        f"echo {base64.b64encode(FAILURES_PASS.encode()).decode()} | base64 -d >> sympy/utilities/iterables.py"
+    )
+    try:
+        reward, terminated, _, info = run_episode(env, TASK_ID, [forge])
+        assert terminated and reward == 0.0, info["grade"]["log"][-3000:]
+        assert (
+            "test_rotate_by_more_than_the_length: reported passed, but its sealed check"
+            in info["grade"]["log"]
+        )
+        fix = bash(f"echo {base64.b64encode(gold.encode()).decode()} | base64 -d | git apply")
+        reward, _, _, info = run_episode(env, TASK_ID, [forge, fix])  # control: the fix beside it
+        assert reward == 1.0, info["grade"]["log"][-3000:]
     finally:
         env.close()
 
