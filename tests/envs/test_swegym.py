@@ -140,9 +140,9 @@ def test_the_pristine_state_is_taken_once_per_task(env, monkeypatch: pytest.Monk
     probes: list[str] = []
     real_probe = swegym.probe_environment
 
-    def counted(sandbox, workdir, files=()):  # type: ignore[no-untyped-def]
+    def counted(sandbox, workdir, files=(), needs_pytest=True):  # type: ignore[no-untyped-def]
         probes.append(workdir)
-        return real_probe(sandbox, workdir, files)
+        return real_probe(sandbox, workdir, files, needs_pytest)
 
     monkeypatch.setattr(swegym, "probe_environment", counted)
     rewards = [episode(env, [apply_gold()])[0], episode(env, [])[0], episode(env, [apply_gold()])[0]]
