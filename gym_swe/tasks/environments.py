@@ -49,6 +49,11 @@ from gym_swe.tasks.swe import SWETask
 
 logger = logging.getLogger("gym_swe")
 PREPARE_TIMEOUT = 3600
+OLD_PIP_PYTHONS = (3, 7)
+"""Pythons before this make venvs with the pip their ensurepip ships (3.6: pip 18.1), which refuses a name
+given twice and has no ``--no-use-pep517`` (pip 19), which SWE-bench's scikit-learn install uses; SWE-bench's
+conda environments of those Pythons have pip 21. Their venvs get the last pip for them first
+(`pip_upgrade`)."""
 METADATA = "environment.json"
 CONDA_ENV_SCRIPT = Path(__file__).with_name("conda_env.py")
 # A project's declared name without running anything: setup.py's literal ``name="..."`` (older projects
@@ -177,6 +182,7 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
         requirements.append(pin)
     pip = f"{venv}/bin/python -m pip install --disable-pip-version-check --no-input --quiet"
     commands = [f"{shlex.quote(interpreter.executable)} -m venv {shlex.quote(str(venv))}",
+                *pip_upgrade(pip, interpreter.version),
                 *locale_commands(venv, spec.variables),
                 f"{pip} {' '.join(shlex.quote(r) for r in requirements)}"]  # fmt: skip
     rw_binds = {str(venv): str(venv), str(cache): str(cache)}
@@ -205,6 +211,13 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
         _ignore_generated(testbed)
     shutil.rmtree(root / "setup-commit", ignore_errors=True)
     _write_metadata(root, interpreter, requirements)
+
+
+def pip_upgrade(pip: str, version: tuple[int, ...]) -> list[str]:
+    """The command that gives a venv of an interpreter of ``version`` a pip that SWE-bench's install
+    commands can run with (``pip``: the venv's ``pip install`` command line), where its own is too old
+    (`OLD_PIP_PYTHONS`): pip resolves ``pip<22`` to the last release that supports the interpreter."""
+    return [f"{pip} 'pip<22'"] if tuple(version[:2]) < OLD_PIP_PYTHONS else []
 
 
 def _setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:

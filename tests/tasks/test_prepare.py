@@ -21,7 +21,13 @@ from gym_swe.errors import GradingError, TaskError
 from gym_swe.sandbox.local import LocalSandbox
 from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
 from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
-from gym_swe.tasks.environments import PYPROJECT_NAME, is_pytest, prepare_environment, project_name
+from gym_swe.tasks.environments import (
+    PYPROJECT_NAME,
+    is_pytest,
+    pip_upgrade,
+    prepare_environment,
+    project_name,
+)
 from gym_swe.tasks.interpreters import find_interpreter
 from gym_swe.tasks.repos import RepoSource, checkout
 from gym_swe.tasks.swe import load_swe_tasks
@@ -206,6 +212,15 @@ def test_a_version_that_cannot_be_had_says_what_to_do(monkeypatch: pytest.Monkey
     assert [str(part) for part in found.version[:2]] == system and found.prefix is None
     with pytest.raises(TaskError, match="not on PATH"):
         find_interpreter("python-that-is-not-there")
+
+
+def test_venvs_of_pythons_before_3_7_get_a_pip_that_swebenchs_installs_can_run_with() -> None:
+    """Python 3.6's venvs come with pip 18.1, which has no --no-use-pep517 (SWE-bench's scikit-learn 0.2x
+    install: exit 2, 'no such option'): their pip is upgraded first, to the last one for them."""
+    pip = "/v/bin/python -m pip install --quiet"
+    assert pip_upgrade(pip, (3, 6, 15)) == [f"{pip} 'pip<22'"]
+    assert pip_upgrade(pip, (3, 5)) == [f"{pip} 'pip<22'"]
+    assert pip_upgrade(pip, (3, 7, 16)) == [] and pip_upgrade(pip, (3, 11, 2)) == []
 
 
 # -- point 3: env ------------------------------------------------------------------------------------------
