@@ -203,9 +203,10 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
         for command in commands:
             result = jail.exec(command, timeout=PREPARE_TIMEOUT)
             if not result.ok:
+                cause = f": {failure_line(result.output)}" if result.output.strip() else ""
                 raise TaskError(
-                    f"preparing {task.instance_id} failed at `{command}` (exit {result.exit_code}"
-                    f"{', timed out' if result.timed_out else ''}):\n{result.output[-3000:]}"
+                    f"preparing {task.instance_id} failed{cause} (exit {result.exit_code}"
+                    f"{', timed out' if result.timed_out else ''}, at `{command}`):\n{result.output[-3000:]}"
                 )
     if spec.install:
         _ignore_generated(testbed)
@@ -213,11 +214,22 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
     _write_metadata(root, interpreter, requirements)
 
 
+def failure_line(output: str, limit: int = 160) -> str:
+    """The line of a failed command's output that says why, for the first line of its error (whose command
+    line can be long): pip's last ``ERROR:`` line, else the last line naming an error, else the last line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    line = next((line for line in reversed(lines) if line.startswith("ERROR:")), None) or next(
+        (line for line in reversed(lines) if re.search(r"error|no such option", line, re.IGNORECASE)),
+        lines[-1] if lines else "",
+    )
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def pip_upgrade(pip: str, version: tuple[int, ...]) -> list[str]:
     """The command that gives a venv of an interpreter of ``version`` a pip that SWE-bench's install
     commands can run with (``pip``: the venv's ``pip install`` command line), where its own is too old
     (`OLD_PIP_PYTHONS`): pip resolves ``pip<22`` to the last release that supports the interpreter."""
-    return [f"{pip} 'pip<22'"] if tuple(version[:2]) < OLD_PIP_PYTHONS else []
+    return [f"{pip} --upgrade 'pip<22'"] if tuple(version[:2]) < OLD_PIP_PYTHONS else []
 
 
 def _setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:

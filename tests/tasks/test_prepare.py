@@ -23,6 +23,7 @@ from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
 from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
 from gym_swe.tasks.environments import (
     PYPROJECT_NAME,
+    failure_line,
     is_pytest,
     pip_upgrade,
     prepare_environment,
@@ -218,9 +219,22 @@ def test_venvs_of_pythons_before_3_7_get_a_pip_that_swebenchs_installs_can_run_w
     """Python 3.6's venvs come with pip 18.1, which has no --no-use-pep517 (SWE-bench's scikit-learn 0.2x
     install: exit 2, 'no such option'): their pip is upgraded first, to the last one for them."""
     pip = "/v/bin/python -m pip install --quiet"
-    assert pip_upgrade(pip, (3, 6, 15)) == [f"{pip} 'pip<22'"]
-    assert pip_upgrade(pip, (3, 5)) == [f"{pip} 'pip<22'"]
+    assert pip_upgrade(pip, (3, 6, 15)) == [f"{pip} --upgrade 'pip<22'"]
+    assert pip_upgrade(pip, (3, 5)) == [f"{pip} --upgrade 'pip<22'"]
     assert pip_upgrade(pip, (3, 7, 16)) == [] and pip_upgrade(pip, (3, 11, 2)) == []
+
+
+@pytest.mark.parametrize(("output", "line"), [
+    ("Usage: pip install [options]\n\nno such option: --no-use-pep517\n", "no such option: --no-use-pep517"),
+    ("Collecting gtk3\nERROR: Could not find a version that satisfies the requirement gtk3 (from versions: none)\n"
+     "ERROR: No matching distribution found for gtk3\n", "ERROR: No matching distribution found for gtk3"),
+    ("gcc ...\nsrc/x.c:1:10: fatal error: ft2build.h: No such file or directory\nbuilding 'x' done\n",
+     "src/x.c:1:10: fatal error: ft2build.h: No such file or directory"),
+    ("half-built\n", "half-built"),
+    ("", ""),
+])  # fmt: skip
+def test_a_failed_prepare_command_says_why_in_its_first_line(output: str, line: str) -> None:
+    assert failure_line(output) == line
 
 
 # -- point 3: env ------------------------------------------------------------------------------------------
