@@ -177,11 +177,14 @@ def environment_from_spec(
         packages += [
             package for package in pip_packages if _pins(package) or _requirement_name(package) not in taken
         ]
+    kept = []
     for command in spec.get("pre_install") or ():
         if command.lstrip().startswith(SYSTEM_COMMANDS) or SYSTEM_FILES in command:
             logger.debug("%s: left out pre_install command %r (needs root or conda)", name, command)
         else:
-            install.append(command)
+            kept.append(command)
+    if kept:  # one shell, as SWE-bench's setup script runs them: matplotlib's set QHULL_URL, then wget it
+        install.append(" && ".join(kept))
     if spec.get("install"):
         install.append(spec["install"])
     env = {}

@@ -31,6 +31,13 @@ SWEBENCH = "swebench==4.1.0"  # the last series that ships MAP_REPO_VERSION_TO_S
       "pip_packages": ["cython", "numpy==1.19.2", "setuptools", "scipy==1.5.2"]},
      {"python": "3.6", "packages": ["cython", "pytest", "pandas", "matplotlib", "numpy==1.19.2", "setuptools",
                                     "scipy==1.5.2"], "install": [], "env": {}}),
+    # matplotlib 3.5-3.7: pre_install sets variables that its next commands read, as one script does
+    ({"python": "3.11", "install": "python -m pip install -e .",
+      "pre_install": ["apt-get -y update", 'QHULL_URL="http://x/qhull.tgz"', 'QHULL_TAR="/tmp/qhull.tgz"',
+                      'wget -O "$QHULL_TAR" "$QHULL_URL"']},
+     {"python": "3.11", "packages": [], "env": {}, "install": [
+         'QHULL_URL="http://x/qhull.tgz" && QHULL_TAR="/tmp/qhull.tgz" && wget -O "$QHULL_TAR" "$QHULL_URL"',
+         "python -m pip install -e ."]}),
     # scikit-learn 1.3: the list is shell words, quoted; pip_packages that only name a package keep conda's pin
     ({"python": "3.9", "packages": "'numpy==1.19.2' 'scipy==1.5.2' 'cython==3.0.10' pytest 'pandas<2.0.0' "
                                    "'matplotlib<3.9.0' setuptools pytest joblib threadpoolctl",
