@@ -59,6 +59,7 @@ CONDA_ENV_SCRIPT = Path(__file__).with_name("conda_env.py")
 # A project's declared name without running anything: setup.py's literal ``name="..."`` (older projects
 # declare it nowhere else), and pyproject.toml's [project] name where tomllib is missing (Python 3.10).
 SETUP_PY_NAME = re.compile(r"""\bname\s*=\s*['"]([A-Za-z0-9][A-Za-z0-9._-]*)['"]""")
+BUILD_REQUIRES = re.compile(r"^\[build-system\][^\[]*?^requires\s*=\s*\[([^\]]*)\]", re.MULTILINE | re.DOTALL)
 PYPROJECT_NAME = re.compile(r"""^\[project\][^\[]*?^name\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE | re.DOTALL)
 
 
@@ -191,6 +192,8 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
         shutil.copytree(pristine, testbed, symlinks=True)
         rw_binds[str(testbed)] = "/testbed"
         commands += [f"cd /testbed && {command}" for command in spec.install]
+        if spec.rebuild:
+            commands += build_requirement_commands(f"{venv}/bin/python", build_requirements(pristine))
     ro_binds = {interpreter.prefix: interpreter.prefix} if interpreter.prefix else {}
     ro_binds[str(CONDA_ENV_SCRIPT)] = CONDA_ENV_JAIL_PATH  # for install commands made from a conda file
     if any(SETUP_COMMIT_TREE in command for command in spec.install):
@@ -252,6 +255,43 @@ def _setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:
         ) from None
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, capture_output=True, check=True)
     return tree
+
+
+def build_requirements(tree: Path) -> list[str]:
+    """What the project at ``tree`` says its build needs (pyproject.toml's ``[build-system] requires``), read
+    without running anything; [] when it says nothing."""
+    try:
+        text = (tree / "pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        try:
+            requires = tomllib.loads(text).get("build-system", {}).get("requires", [])
+        except (ValueError, AttributeError):
+            return []
+        return [str(item) for item in requires] if isinstance(requires, list) else []
+    found = BUILD_REQUIRES.search(text)
+    return re.findall(r"""['"]([^'"]+)['"]""", found.group(1)) if found else []
+
+
+def build_requirement_commands(python: str, requirements: list[str]) -> list[str]:
+    """The command that puts the build requirements of a project whose environment rebuilds it
+    (`Environment.rebuild`) into its venv (``python``) after its install: pip's isolated build had them
+    and threw them away, and the rebuild in the grading sandbox (``setup.py build_ext --inplace``, offline)
+    imports them (astropy's setup.py: extension_helpers, Cython). What the venv holds keeps its version: a
+    requirement that would change one (astropy's oldest-supported-numpy pins an older numpy) is left out,
+    with a word."""
+    if not requirements:
+        return []
+    pip, installed = f"{python} -m pip --disable-pip-version-check", "/tmp/gym_swe-installed.txt"
+    quoted = " ".join(shlex.quote(requirement) for requirement in requirements)
+    return [
+        f"cd /testbed && {pip} list --format=freeze > {installed} && for requirement in {quoted}; do "
+        f'{pip} install --no-input --quiet -c {installed} "$requirement" || echo "gym_swe: the build '
+        'requirement $requirement is left out (it would change what the environment holds)"; done'
+    ]
 
 
 def project_name(tree: Path) -> str | None:

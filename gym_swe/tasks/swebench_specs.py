@@ -52,6 +52,11 @@ LATER_RELEASES: dict[str, tuple[tuple[tuple[int, ...], str, str], ...]] = {
          "docutils 0.22 (2025) dropped docutils.utils.roman, which sphinx.writers.latex imports before 4.0, "
          "where setup.py leaves docutils unbounded"),
     ),
+    "scikit-learn/scikit-learn": (
+        ((1, 3), "cython<3",
+         "SWE-bench's conda environments of 0.20-0.22 (Python 3.6) have Cython 0.29, conda-forge's last for "
+         "3.6; PyPI's is 3.0.12, which refuses their implicit relative cimports ('from _tree cimport Node')"),
+    ),
 }  # fmt: skip
 
 

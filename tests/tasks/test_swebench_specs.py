@@ -137,6 +137,9 @@ def test_without_swebench_records_keep_the_defaults(shared_data: Path, monkeypat
     ("sphinx-doc/sphinx", "4.0", []),
     ("sphinx-doc/sphinx", "7.2", []),
     ("pallets/flask", "2.0", []),
+    ("scikit-learn/scikit-learn", "0.20", ["cython<3"]),
+    ("scikit-learn/scikit-learn", "0.22", ["cython<3"]),
+    ("scikit-learn/scikit-learn", "1.3", []),
     ("sphinx-doc/sphinx", "not-a-version", []),
 ])  # fmt: skip
 def test_later_releases_that_break_old_versions_are_pinned_out(repo: str, version: str, pins: list) -> None:
