@@ -45,7 +45,8 @@ LEFT_OUT = {
     "python", "pip", "hdf5", "libnetcdf", "netcdf-fortran", "cdms2", "pynio", "gdal", "libgdal", "proj",
     "geos", "graphviz", "ffmpeg", "imagemagick", "ghostscript", "cairo", "pango", "pkg-config", "tk", "qt",
     "compilers", "c-compiler", "cxx-compiler", "fortran-compiler", "make", "cmake", "nodejs", "git",
-    "wxpython", "pygobject", "mpich", "openmpi", "libblas", "liblapack", "mkl", "openblas", "nomkl",
+    "wxpython", "pygobject", "gtk3", "gtk4", "mpich", "openmpi", "libblas", "liblapack", "mkl", "openblas",
+    "nomkl",
 }  # fmt: skip
 SPEC = re.compile(r"^([A-Za-z0-9_.\-]+)\s*(.*)$")
 

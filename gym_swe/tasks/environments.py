@@ -49,11 +49,17 @@ from gym_swe.tasks.swe import SWETask
 
 logger = logging.getLogger("gym_swe")
 PREPARE_TIMEOUT = 3600
+OLD_PIP_PYTHONS = (3, 7)
+"""Pythons before this make venvs with the pip their ensurepip ships (3.6: pip 18.1), which refuses a name
+given twice and has no ``--no-use-pep517`` (pip 19), which SWE-bench's scikit-learn install uses; SWE-bench's
+conda environments of those Pythons have pip 21. Their venvs get the last pip for them first
+(`pip_upgrade`)."""
 METADATA = "environment.json"
 CONDA_ENV_SCRIPT = Path(__file__).with_name("conda_env.py")
 # A project's declared name without running anything: setup.py's literal ``name="..."`` (older projects
 # declare it nowhere else), and pyproject.toml's [project] name where tomllib is missing (Python 3.10).
 SETUP_PY_NAME = re.compile(r"""\bname\s*=\s*['"]([A-Za-z0-9][A-Za-z0-9._-]*)['"]""")
+BUILD_REQUIRES = re.compile(r"^\[build-system\][^\[]*?^requires\s*=\s*\[([^\]]*)\]", re.MULTILINE | re.DOTALL)
 PYPROJECT_NAME = re.compile(r"""^\[project\][^\[]*?^name\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE | re.DOTALL)
 
 
@@ -177,6 +183,7 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
         requirements.append(pin)
     pip = f"{venv}/bin/python -m pip install --disable-pip-version-check --no-input --quiet"
     commands = [f"{shlex.quote(interpreter.executable)} -m venv {shlex.quote(str(venv))}",
+                *pip_upgrade(pip, interpreter.version),
                 *locale_commands(venv, spec.variables),
                 f"{pip} {' '.join(shlex.quote(r) for r in requirements)}"]  # fmt: skip
     rw_binds = {str(venv): str(venv), str(cache): str(cache)}
@@ -185,6 +192,8 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
         shutil.copytree(pristine, testbed, symlinks=True)
         rw_binds[str(testbed)] = "/testbed"
         commands += [f"cd /testbed && {command}" for command in spec.install]
+        if spec.rebuild:
+            commands += build_requirement_commands(f"{venv}/bin/python", build_requirements(pristine))
     ro_binds = {interpreter.prefix: interpreter.prefix} if interpreter.prefix else {}
     ro_binds[str(CONDA_ENV_SCRIPT)] = CONDA_ENV_JAIL_PATH  # for install commands made from a conda file
     if any(SETUP_COMMIT_TREE in command for command in spec.install):
@@ -197,14 +206,33 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
         for command in commands:
             result = jail.exec(command, timeout=PREPARE_TIMEOUT)
             if not result.ok:
+                cause = f": {failure_line(result.output)}" if result.output.strip() else ""
                 raise TaskError(
-                    f"preparing {task.instance_id} failed at `{command}` (exit {result.exit_code}"
-                    f"{', timed out' if result.timed_out else ''}):\n{result.output[-3000:]}"
+                    f"preparing {task.instance_id} failed{cause} (exit {result.exit_code}"
+                    f"{', timed out' if result.timed_out else ''}, at `{command}`):\n{result.output[-3000:]}"
                 )
     if spec.install:
         _ignore_generated(testbed)
     shutil.rmtree(root / "setup-commit", ignore_errors=True)
     _write_metadata(root, interpreter, requirements)
+
+
+def failure_line(output: str, limit: int = 160) -> str:
+    """The line of a failed command's output that says why, for the first line of its error (whose command
+    line can be long): pip's last ``ERROR:`` line, else the last line naming an error, else the last line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    line = next((line for line in reversed(lines) if line.startswith("ERROR:")), None) or next(
+        (line for line in reversed(lines) if re.search(r"error|no such option", line, re.IGNORECASE)),
+        lines[-1] if lines else "",
+    )
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def pip_upgrade(pip: str, version: tuple[int, ...]) -> list[str]:
+    """The command that gives a venv of an interpreter of ``version`` a pip that SWE-bench's install
+    commands can run with (``pip``: the venv's ``pip install`` command line), where its own is too old
+    (`OLD_PIP_PYTHONS`): pip resolves ``pip<22`` to the last release that supports the interpreter."""
+    return [f"{pip} --upgrade 'pip<22'"] if tuple(version[:2]) < OLD_PIP_PYTHONS else []
 
 
 def _setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:
@@ -227,6 +255,43 @@ def _setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:
         ) from None
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, capture_output=True, check=True)
     return tree
+
+
+def build_requirements(tree: Path) -> list[str]:
+    """What the project at ``tree`` says its build needs (pyproject.toml's ``[build-system] requires``), read
+    without running anything; [] when it says nothing."""
+    try:
+        text = (tree / "pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        try:
+            requires = tomllib.loads(text).get("build-system", {}).get("requires", [])
+        except (ValueError, AttributeError):
+            return []
+        return [str(item) for item in requires] if isinstance(requires, list) else []
+    found = BUILD_REQUIRES.search(text)
+    return re.findall(r"""['"]([^'"]+)['"]""", found.group(1)) if found else []
+
+
+def build_requirement_commands(python: str, requirements: list[str]) -> list[str]:
+    """The command that puts the build requirements of a project whose environment rebuilds it
+    (`Environment.rebuild`) into its venv (``python``) after its install: pip's isolated build had them
+    and threw them away, and the rebuild in the grading sandbox (``setup.py build_ext --inplace``, offline)
+    imports them (astropy's setup.py: extension_helpers, Cython). What the venv holds keeps its version: a
+    requirement that would change one (astropy's oldest-supported-numpy pins an older numpy) is left out,
+    with a word."""
+    if not requirements:
+        return []
+    pip, installed = f"{python} -m pip --disable-pip-version-check", "/tmp/gym_swe-installed.txt"
+    quoted = " ".join(shlex.quote(requirement) for requirement in requirements)
+    return [
+        f"cd /testbed && {pip} list --format=freeze > {installed} && for requirement in {quoted}; do "
+        f'{pip} install --no-input --quiet -c {installed} "$requirement" || echo "gym_swe: the build '
+        'requirement $requirement is left out (it would change what the environment holds)"; done'
+    ]
 
 
 def project_name(tree: Path) -> str | None:

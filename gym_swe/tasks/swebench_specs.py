@@ -15,6 +15,7 @@ import copy
 import functools
 import logging
 import os
+import re
 import runpy
 import shlex
 from collections.abc import Mapping
@@ -35,6 +36,7 @@ COMPILED_REPOSITORIES = {
     "matplotlib/matplotlib": ("python setup.py build_ext --inplace",),
 }
 
+REQUIREMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 # Commands of pre_install that cannot run in a jail without root (system packages): left out, with a note.
 SYSTEM_COMMANDS = ("apt-get", "apt ", "conda ", "sudo ", "locale-gen")
 SYSTEM_FILES = "> /etc/"
@@ -49,6 +51,11 @@ LATER_RELEASES: dict[str, tuple[tuple[tuple[int, ...], str, str], ...]] = {
         ((4, 0), "docutils<0.22",
          "docutils 0.22 (2025) dropped docutils.utils.roman, which sphinx.writers.latex imports before 4.0, "
          "where setup.py leaves docutils unbounded"),
+    ),
+    "scikit-learn/scikit-learn": (
+        ((1, 3), "cython<3",
+         "SWE-bench's conda environments of 0.20-0.22 (Python 3.6) have Cython 0.29, conda-forge's last for "
+         "3.6; PyPI's is 3.0.12, which refuses their implicit relative cimports ('from _tree cimport Node')"),
     ),
 }  # fmt: skip
 
@@ -109,6 +116,17 @@ def _swebench_environment(repo: str, version: str) -> dict[str, Any] | None:
     return environment
 
 
+def _requirement_name(requirement: str) -> str:
+    """The normalized project name of a pip requirement (``Cython>=0.28`` -> ``cython``)."""
+    name = REQUIREMENT_NAME.match(requirement.strip())
+    return re.sub(r"[-_.]+", "-", name.group(0)).lower() if name else requirement.strip().lower()
+
+
+def _pins(requirement: str) -> bool:
+    """Whether a pip requirement says more than a name (a version, extras, a marker, a URL)."""
+    return bool(REQUIREMENT_NAME.sub("", requirement.strip()).strip())
+
+
 def later_release_pins(repo: str, version: str) -> list[str]:
     """The pins of `LATER_RELEASES` that apply to ``repo`` at ``version``."""
     try:
@@ -152,14 +170,26 @@ def environment_from_spec(
         )
         packages += pip_packages
     else:
-        if listed:
-            packages += listed.split()
-        packages += pip_packages
+        # SWE-bench installs these with conda, then pip_packages over them, and pip changes what conda put
+        # there only where its requirement says which version: one pip run here takes each name once (old
+        # pips refuse `numpy numpy==1.19.2` as a double requirement), pip's where it pins, else conda's
+        # (scikit-learn 1.3 lists `'numpy==1.19.2'`, then pip_packages `numpy`). The list is shell words.
+        conda = list(dict.fromkeys(shlex.split(listed)))
+        pinned = {_requirement_name(package) for package in pip_packages if _pins(package)}
+        conda = [package for package in conda if _requirement_name(package) not in pinned]
+        taken = {_requirement_name(package) for package in conda}
+        packages += conda
+        packages += [
+            package for package in pip_packages if _pins(package) or _requirement_name(package) not in taken
+        ]
+    kept = []
     for command in spec.get("pre_install") or ():
         if command.lstrip().startswith(SYSTEM_COMMANDS) or SYSTEM_FILES in command:
             logger.debug("%s: left out pre_install command %r (needs root or conda)", name, command)
         else:
-            install.append(command)
+            kept.append(command)
+    if kept:  # one shell, as SWE-bench's setup script runs them: matplotlib's set QHULL_URL, then wget it
+        install.append(" && ".join(kept))
     if spec.get("install"):
         install.append(spec["install"])
     env = {}

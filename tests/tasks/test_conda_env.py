@@ -56,6 +56,8 @@ dependencies:
     ("pip", None),
     ("hdf5", None),
     ("cdms2", None),
+    ("gtk3", None),  # matplotlib 3.5-3.6's environment.yml: the C library, not on PyPI (3.7: gtk4)
+    ("gtk4", None),
 ])  # fmt: skip
 def test_a_conda_match_spec_becomes_a_pip_requirement(spec: str, requirement: str | None) -> None:
     assert pip_requirement(spec) == requirement

@@ -21,7 +21,16 @@ from gym_swe.errors import GradingError, TaskError
 from gym_swe.sandbox.local import LocalSandbox
 from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
 from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
-from gym_swe.tasks.environments import PYPROJECT_NAME, is_pytest, prepare_environment, project_name
+from gym_swe.tasks.environments import (
+    PYPROJECT_NAME,
+    build_requirement_commands,
+    build_requirements,
+    failure_line,
+    is_pytest,
+    pip_upgrade,
+    prepare_environment,
+    project_name,
+)
 from gym_swe.tasks.interpreters import find_interpreter
 from gym_swe.tasks.repos import RepoSource, checkout
 from gym_swe.tasks.swe import load_swe_tasks
@@ -206,6 +215,72 @@ def test_a_version_that_cannot_be_had_says_what_to_do(monkeypatch: pytest.Monkey
     assert [str(part) for part in found.version[:2]] == system and found.prefix is None
     with pytest.raises(TaskError, match="not on PATH"):
         find_interpreter("python-that-is-not-there")
+
+
+def test_venvs_of_pythons_before_3_7_get_a_pip_that_swebenchs_installs_can_run_with() -> None:
+    """Python 3.6's venvs come with pip 18.1, which has no --no-use-pep517 (SWE-bench's scikit-learn 0.2x
+    install: exit 2, 'no such option'): their pip is upgraded first, to the last one for them."""
+    pip = "/v/bin/python -m pip install --quiet"
+    assert pip_upgrade(pip, (3, 6, 15)) == [f"{pip} --upgrade 'pip<22'"]
+    assert pip_upgrade(pip, (3, 5)) == [f"{pip} --upgrade 'pip<22'"]
+    assert pip_upgrade(pip, (3, 7, 16)) == [] and pip_upgrade(pip, (3, 11, 2)) == []
+
+
+@pytest.mark.parametrize(("output", "line"), [
+    ("Usage: pip install [options]\n\nno such option: --no-use-pep517\n", "no such option: --no-use-pep517"),
+    ("Collecting gtk3\nERROR: Could not find a version that satisfies the requirement gtk3 (from versions: none)\n"
+     "ERROR: No matching distribution found for gtk3\n", "ERROR: No matching distribution found for gtk3"),
+    ("gcc ...\nsrc/x.c:1:10: fatal error: ft2build.h: No such file or directory\nbuilding 'x' done\n",
+     "src/x.c:1:10: fatal error: ft2build.h: No such file or directory"),
+    ("half-built\n", "half-built"),
+    ("", ""),
+])  # fmt: skip
+def test_a_failed_prepare_command_says_why_in_its_first_line(output: str, line: str) -> None:
+    assert failure_line(output) == line
+
+
+ASTROPY_PYPROJECT = """[build-system]
+requires = ["setuptools==68.0.0",
+            "setuptools_scm>=6.2",
+            "oldest-supported-numpy",
+            "extension-helpers"]
+build-backend = 'setuptools.build_meta'
+
+[tool.x]
+requires = ["not-this"]
+"""
+
+
+def test_a_rebuilt_projects_build_requirements_stay_in_its_venv(tmp_path: Path, monkeypatch) -> None:
+    """astropy builds in pip's isolation (extension_helpers, Cython there only), and the grading sandbox's
+    rebuild (setup.py build_ext --inplace, offline) imports them: prepare installs them after the install,
+    each kept to what the venv holds (oldest-supported-numpy would pin an older numpy: left out)."""
+    write(tmp_path, {"pyproject.toml": ASTROPY_PYPROJECT})
+    wanted = ["setuptools==68.0.0", "setuptools_scm>=6.2", "oldest-supported-numpy", "extension-helpers"]
+    assert build_requirements(tmp_path) == wanted
+    monkeypatch.setattr(sys, "version_info", (3, 10))  # no tomllib: read by a pattern
+    assert build_requirements(tmp_path) == wanted
+    assert (
+        build_requirements(tmp_path / "none") == [] and build_requirement_commands("/v/bin/python", []) == []
+    )
+    (command,) = build_requirement_commands("/v/bin/python", ["cython==0.29.22", "setuptools_scm>=6.2"])
+    assert command.startswith(
+        "cd /testbed && /v/bin/python -m pip --disable-pip-version-check list --format=freeze"
+    )
+    assert "for requirement in cython==0.29.22 'setuptools_scm>=6.2'; do" in command
+    assert 'install --no-input --quiet -c /tmp/gym_swe-installed.txt "$requirement" || echo' in command
+    # It runs as a shell command: a requirement that fails is left out with a word, the others go on.
+    fake = tmp_path / "python"
+    fake.write_text(
+        '#!/bin/sh\ncase "$*" in *list*) echo "numpy==1.25.2";; *oldest*) exit 1;; *) echo "$*";; esac\n'
+    )
+    fake.chmod(0o755)
+    (command,) = build_requirement_commands(str(fake), ["oldest-supported-numpy", "extension-helpers"])
+    done = subprocess.run(command.replace("cd /testbed && ", "", 1).replace("/tmp/gym_swe-", f"{tmp_path}/"),
+                          shell=True, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "the build requirement oldest-supported-numpy is left out" in done.stdout
+    assert "extension-helpers" in done.stdout.splitlines()[-1]
 
 
 # -- point 3: env ------------------------------------------------------------------------------------------

@@ -23,8 +23,28 @@ SWEBENCH = "swebench==4.1.0"  # the last series that ships MAP_REPO_VERSION_TO_S
     ({"python": "3.9", "packages": "mpmath flake8", "pip_packages": ["mpmath==1.3.0"],
       "pre_install": ["apt-get install -y locales", "sed -i 's/a/b/' tox.ini"],
       "eval_commands": ["export LANG=en_US.UTF-8", "locale-gen"]},
-     {"python": "3.9", "packages": ["mpmath", "flake8", "mpmath==1.3.0"], "install": ["sed -i 's/a/b/' tox.ini"],
+     {"python": "3.9", "packages": ["flake8", "mpmath==1.3.0"], "install": ["sed -i 's/a/b/' tox.ini"],
       "env": {"LANG": "en_US.UTF-8"}}),
+    # scikit-learn 0.20-0.22: conda's names, then pip_packages over them; one pip run takes each name once
+    # (Python 3.6's pip refuses `numpy ... numpy==1.19.2`: "Double requirement given")
+    ({"python": "3.6", "packages": "numpy scipy cython pytest pandas matplotlib",
+      "pip_packages": ["cython", "numpy==1.19.2", "setuptools", "scipy==1.5.2"]},
+     {"python": "3.6", "packages": ["cython", "pytest", "pandas", "matplotlib", "numpy==1.19.2", "setuptools",
+                                    "scipy==1.5.2"], "install": [], "env": {}}),
+    # matplotlib 3.5-3.7: pre_install sets variables that its next commands read, as one script does
+    ({"python": "3.11", "install": "python -m pip install -e .",
+      "pre_install": ["apt-get -y update", 'QHULL_URL="http://x/qhull.tgz"', 'QHULL_TAR="/tmp/qhull.tgz"',
+                      'wget -O "$QHULL_TAR" "$QHULL_URL"']},
+     {"python": "3.11", "packages": [], "env": {}, "install": [
+         'QHULL_URL="http://x/qhull.tgz" && QHULL_TAR="/tmp/qhull.tgz" && wget -O "$QHULL_TAR" "$QHULL_URL"',
+         "python -m pip install -e ."]}),
+    # scikit-learn 1.3: the list is shell words, quoted; pip_packages that only name a package keep conda's pin
+    ({"python": "3.9", "packages": "'numpy==1.19.2' 'scipy==1.5.2' 'cython==3.0.10' pytest 'pandas<2.0.0' "
+                                   "'matplotlib<3.9.0' setuptools pytest joblib threadpoolctl",
+      "pip_packages": ["Cython", "setuptools", "numpy", "scipy"]},
+     {"python": "3.9", "packages": ["numpy==1.19.2", "scipy==1.5.2", "cython==3.0.10", "pytest", "pandas<2.0.0",
+                                    "matplotlib<3.9.0", "setuptools", "joblib", "threadpoolctl"],
+      "install": [], "env": {}}),
     ({"python": "3.11", "packages": "requirements.txt", "pip_packages": ["Werkzeug==2.3.7"],
       "install": "python -m pip install -e ."},
      {"python": "3.11", "packages": [], "env": {}, "install": [
@@ -117,6 +137,9 @@ def test_without_swebench_records_keep_the_defaults(shared_data: Path, monkeypat
     ("sphinx-doc/sphinx", "4.0", []),
     ("sphinx-doc/sphinx", "7.2", []),
     ("pallets/flask", "2.0", []),
+    ("scikit-learn/scikit-learn", "0.20", ["cython<3"]),
+    ("scikit-learn/scikit-learn", "0.22", ["cython<3"]),
+    ("scikit-learn/scikit-learn", "1.3", []),
     ("sphinx-doc/sphinx", "not-a-version", []),
 ])  # fmt: skip
 def test_later_releases_that_break_old_versions_are_pinned_out(repo: str, version: str, pins: list) -> None:

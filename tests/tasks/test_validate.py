@@ -114,7 +114,8 @@ def test_log_fragments_are_dropped_with_a_warning_and_reported(report: dict, rec
     ("django-ids", "django-ids: cannot be graded here: 1 test id(s) are not pytest test ids"),
     ("no-mirror", "no mirror of 'acme/other' in"),
     ("no-python", "Python 2.1 is not available here"),
-    ("install-fails", "preparing install-fails failed at `cd /testbed && echo half-built >&2; exit 3` (exit 3)"),
+    ("install-fails", "preparing install-fails failed: half-built (exit 3, at `cd /testbed && echo half-built >&2; "
+                      "exit 3`)"),
 ])  # fmt: skip
 def test_every_failure_says_what_went_wrong_and_what_to_do(report: dict, task_id: str, says: str) -> None:
     row = report["rows"][task_id]
