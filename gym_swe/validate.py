@@ -116,6 +116,7 @@ def diagnose(fixed: Grade, unfixed: Grade) -> str | None:
             dropped_from_fix(fixed.log)
             or network_cause(fixed.log)
             or skip_cause(fixed.log, failed)
+            or missing_cause(fixed, unfixed)
             or environment_cause(fixed, unfixed)
         )
         targets = set(fixed.groups.get("FAIL_TO_PASS", ()))
@@ -212,6 +213,25 @@ def environment_cause(fixed: Grade, unfixed: Grade) -> str:
         f" (the environment: {'its' if len(failing) == 1 else 'all ' + str(len(failing))} PASS_TO_PASS "
         f"test(s) that fail with the fix fail without it too, so the patch is not what breaks them; a "
         "package newer than the task's date is the usual cause: pin it in environment.packages)"
+    )
+
+
+def missing_cause(fixed: Grade, unfixed: Grade) -> str:
+    """A clause naming the record's ids as the cause when every test that did not pass with the fix did not
+    run at all, with the fix or without it: no test of the run had that id (a test renamed or removed in the
+    checkout the record is graded on: django__django-13033 rebased onto Django 3.2a1, whose
+    ``test_order_by_constant_value_without_output_field`` was gone), so neither the patch nor a package is
+    what fails it; empty otherwise."""
+    before = {test.name: test.outcome for test in unfixed.tests}
+    failing = [test for test in fixed.tests if not test.passed]
+    if not failing or not all(
+        test.outcome == "not_run" and before.get(test.name) == "not_run" for test in failing
+    ):
+        return ""
+    return (
+        f" (no such test here: {'it' if len(failing) == 1 else 'all ' + str(len(failing))} did not run, with "
+        "the fix or without it: the checkout at base_commit with the test patch has no test of that id, or "
+        "the runner found none it names)"
     )
 
 
