@@ -5,7 +5,9 @@ interpreter can live outside /usr, the spec's env reaches every command, and rep
 from __future__ import annotations
 
 import base64
+import glob
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -21,7 +23,13 @@ from gym_swe.errors import GradingError, TaskError
 from gym_swe.sandbox.local import LocalSandbox
 from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
 from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
-from gym_swe.tasks.environments import PYPROJECT_NAME, is_pytest, prepare_environment, project_name
+from gym_swe.tasks.environments import (
+    PYPROJECT_NAME,
+    is_pytest,
+    pip_upgrade_commands,
+    prepare_environment,
+    project_name,
+)
 from gym_swe.tasks.interpreters import find_interpreter
 from gym_swe.tasks.repos import RepoSource, checkout
 from gym_swe.tasks.swe import load_swe_tasks
@@ -344,3 +352,30 @@ def test_install_commands_read_the_conda_file_of_the_environment_setup_commit(
         TaskError, match=r"environment_setup_commit 0{40} is not in the mirror of acme/condapkg"
     ):
         prepare_environment(task, RepoSource(mirrors))
+
+
+@pytest.mark.parametrize("version", ["3.6", "3.7", "3.8", "3.11"])
+def test_a_venv_whose_bundled_pip_predates_manylinux2014_gets_a_newer_one(version: str) -> None:
+    """Python 3.6's ensurepip brings pip 18.1, which takes no manylinux2014 wheel (pip 19.3 does): Django
+    3.x's test requirements were built from source there (bcrypt needs Rust) and failed. The venv's pip is
+    upgraded exactly where the bundled one is that old (SWE-bench's conda environments have pip 21.2 on 3.6)."""
+    pyenv = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    found = [
+        shutil.which(f"python{version}") or "",
+        *glob.glob(f"{pyenv}/versions/{version}.*/bin/python{version}"),
+    ]
+    working = [
+        path
+        for path in found
+        if path and subprocess.run([path, "-c", ""], capture_output=True).returncode == 0
+    ]
+    if not working:
+        pytest.skip(f"no python{version} here")
+    executable = working[0]
+    bundled = subprocess.run([executable, "-c", "import ensurepip; print(ensurepip.version())"],
+                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    too_old = tuple(int(part) for part in bundled.split(".")[:2]) < (19, 3)
+    wanted = tuple(int(part) for part in version.split("."))
+    assert pip_upgrade_commands("python -m pip install", wanted) == (
+        ["python -m pip install --upgrade pip"] if too_old else []
+    ), bundled
