@@ -58,6 +58,9 @@ ADVICE = (
      "the venv's python does not start in the jail: check environment.python, run `gym-swe prepare` again."),
     ("found no test file",
      "the files of FAIL_TO_PASS are not in the checkout after the test patch: check the record's ids."),
+    ("is not here and pulling it failed",
+     "pull the record's image where a registry is reachable, or build gym_swe's image of the task "
+     "(gym-swe images build --tasks SOURCE --task-id ID) and grade it under image_naming='gym-swe'."),
     ("preparing", "fix the record's `environment` (packages, install, env) and run `gym-swe prepare` again."),
 )  # fmt: skip
 
@@ -287,6 +290,7 @@ def validate(
     task_ids: Sequence[str] | None = None,
     exclude_tests: Sequence[str] = (),
     progress: Progress | None = None,
+    image_naming: str | None = None,
 ) -> list[dict[str, Any]]:
     """One row per task, in the order of the source: whether the fix resolved it, the no-fix did not, why
     not, and each test's outcome under both (``tests``), with the tail of each run's log (``fix_log``,
@@ -300,6 +304,10 @@ def validate(
             kwargs["repo_source"] = repo_source
         if exclude_tests:
             kwargs["exclude_tests"] = tuple(exclude_tests)
+        if image_naming:  # docker: which image each task runs in (SWEGym's image_naming)
+            kwargs["image_naming"] = image_naming
+    elif image_naming:
+        raise ConfigError("image_naming applies to SWEGym-v0 tasks only")
     elif exclude_tests:
         raise ConfigError(
             "exclude_tests applies to SWEGym-v0 tasks only; CodeDebug-v0 tasks have no test ids"

@@ -17,6 +17,7 @@ import shlex
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from gym_swe.errors import TaskError
 from gym_swe.sandbox.docker import BASE_IMAGE, docker_client
@@ -152,7 +153,7 @@ def stripped_image(task: SWETask, image: str, log: Callable[[str], None] = print
     from gym_swe.sandbox.docker import DockerSandbox
 
     client = docker_client()
-    source_id = client.images.get(image).id
+    source_id = _local_image(client, image, task).id
     tag = "".join(c if c.isalnum() or c in "_.-" else "_" for c in task.instance_id)[:128]
     name = f"gym-swe-stripped:{tag}"
     try:
@@ -169,3 +170,29 @@ def stripped_image(task: SWETask, image: str, log: Callable[[str], None] = print
         box.container.commit(repository="gym-swe-stripped", tag=tag,
                              conf={"Labels": {"gym_swe.stripped_from": source_id}})  # fmt: skip
     return name
+
+
+def _local_image(client: Any, image: str, task: SWETask) -> Any:
+    """``image``, pulled if it is not here; a missing one that cannot be pulled is the task's
+    SandboxUnavailableError (one line: the image, why, and how to get one), not docker-py's ImageNotFound,
+    which took `gym-swe validate --sandbox docker` down with a traceback (a SWE-bench record names its
+    official image in ``image``, which no registry here serves)."""
+    from docker.errors import APIError, ImageNotFound
+
+    from gym_swe.errors import SandboxUnavailableError
+
+    try:
+        return client.images.get(image)
+    except ImageNotFound:
+        pass
+    try:
+        client.images.pull(image)
+        return client.images.get(image)
+    except APIError as error:
+        reason = str(getattr(error, "explanation", None) or error).splitlines()[0][:300]
+    raise SandboxUnavailableError(
+        f"{task.instance_id}: Docker image {image!r} is not here and pulling it failed ({reason}). "
+        "The record's `image` (else its source's naming) names it: pull it where a registry is reachable, "
+        "or build gym_swe's image of the task (gym-swe images build --tasks SOURCE --task-id "
+        f"{task.instance_id}) and grade with image_naming='gym-swe' (or a record without `image`)"
+    )
