@@ -1,5 +1,5 @@
 #!/bin/bash
-# mkrepo.sh VERSION: a git repository of Django's sdist VERSION at /work/runs/django/repos/VERSION
+# mkrepo.sh VERSION: a git repository of Django's sdist VERSION at $DJANGO_SDIST_ROOT/repos/VERSION (the sdist in $DJANGO_SDIST_ROOT/sdists)
 set -e
 v=$1
 ROOT=${DJANGO_SDIST_ROOT:-/work/runs/django}
@@ -20,5 +20,5 @@ open("setup.cfg","w").write(t2)
 PY
 git init -q
 git add -A
-git -c user.name=gym-swe -c user.email=gym-swe@localhost commit -qm "Django $v (PyPI sdist)" --date="2000-01-01T00:00:00"
+GIT_COMMITTER_DATE="2000-01-01T00:00:00" git -c user.name=gym-swe -c user.email=gym-swe@localhost commit -qm "Django $v (PyPI sdist)" --date="2000-01-01T00:00:00"
 git rev-parse HEAD
