@@ -58,6 +58,9 @@ ADVICE = (
      "the venv's python does not start in the jail: check environment.python, run `gym-swe prepare` again."),
     ("found no test file",
      "the files of FAIL_TO_PASS are not in the checkout after the test patch: check the record's ids."),
+    ("is not here and pulling it failed",
+     "pull the record's image where a registry is reachable, or build gym_swe's image of the task "
+     "(gym-swe images build --tasks SOURCE --task-id ID) and grade it under image_naming='gym-swe'."),
     ("preparing", "fix the record's `environment` (packages, install, env) and run `gym-swe prepare` again."),
 )  # fmt: skip
 
@@ -116,6 +119,7 @@ def diagnose(fixed: Grade, unfixed: Grade) -> str | None:
             dropped_from_fix(fixed.log)
             or network_cause(fixed.log)
             or skip_cause(fixed.log, failed)
+            or missing_cause(fixed, unfixed)
             or environment_cause(fixed, unfixed)
         )
         targets = set(fixed.groups.get("FAIL_TO_PASS", ()))
@@ -215,6 +219,25 @@ def environment_cause(fixed: Grade, unfixed: Grade) -> str:
     )
 
 
+def missing_cause(fixed: Grade, unfixed: Grade) -> str:
+    """A clause naming the record's ids as the cause when every test that did not pass with the fix did not
+    run at all, with the fix or without it: no test of the run had that id (a test renamed or removed in the
+    checkout the record is graded on: django__django-13033 rebased onto Django 3.2a1, whose
+    ``test_order_by_constant_value_without_output_field`` was gone), so neither the patch nor a package is
+    what fails it; empty otherwise."""
+    before = {test.name: test.outcome for test in unfixed.tests}
+    failing = [test for test in fixed.tests if not test.passed]
+    if not failing or not all(
+        test.outcome == "not_run" and before.get(test.name) == "not_run" for test in failing
+    ):
+        return ""
+    return (
+        f" (no such test here: {'it' if len(failing) == 1 else 'all ' + str(len(failing))} did not run, with "
+        "the fix or without it: the checkout at base_commit with the test patch has no test of that id, or "
+        "the runner found none it names)"
+    )
+
+
 def network_cause(log: str) -> str:
     """A clause naming the network as the cause when the test run's log shows tests reaching for it (the
     sandbox has none); empty otherwise."""
@@ -267,6 +290,7 @@ def validate(
     task_ids: Sequence[str] | None = None,
     exclude_tests: Sequence[str] = (),
     progress: Progress | None = None,
+    image_naming: str | None = None,
 ) -> list[dict[str, Any]]:
     """One row per task, in the order of the source: whether the fix resolved it, the no-fix did not, why
     not, and each test's outcome under both (``tests``), with the tail of each run's log (``fix_log``,
@@ -280,6 +304,10 @@ def validate(
             kwargs["repo_source"] = repo_source
         if exclude_tests:
             kwargs["exclude_tests"] = tuple(exclude_tests)
+        if image_naming:  # docker: which image each task runs in (SWEGym's image_naming)
+            kwargs["image_naming"] = image_naming
+    elif image_naming:
+        raise ConfigError("image_naming applies to SWEGym-v0 tasks only")
     elif exclude_tests:
         raise ConfigError(
             "exclude_tests applies to SWEGym-v0 tasks only; CodeDebug-v0 tasks have no test ids"

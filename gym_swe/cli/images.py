@@ -20,8 +20,9 @@ def add_to(commands: Any) -> None:
         images_commands,
         "build",
         "build the base image (python3, git, patch, pytest), and with --tasks the SWE task images",
-        ["gym-swe images build", "gym-swe images build --tasks bundled"],
-    )
+        ["gym-swe images build", "gym-swe images build --tasks bundled",
+         "gym-swe images build --tasks lite.jsonl --repo-source mirrors --task-id django__django-16139"],
+    )  # fmt: skip
     build.add_argument("--name", default=BASE_IMAGE, help="image name")
     build.add_argument(
         "--method",
@@ -33,6 +34,7 @@ def add_to(commands: Any) -> None:
     build.add_argument("--mirror", default=DEBIAN_MIRROR, help="Debian mirror for debootstrap")
     build.add_argument("--force", action="store_true", help="rebuild even when the image is up to date")
     build.add_argument("--tasks", help="also build the images of these SWE tasks (e.g. bundled)")
+    build.add_argument("--task-id", action="append", help="with --tasks: only this task's image (repeatable)")
     add_repo_source(build, "with --tasks: a directory of repository mirrors")
     add_harness(
         build,
@@ -60,6 +62,8 @@ def run_build(args: argparse.Namespace) -> int:
 
     if args.serve_dir and not args.serve:
         raise ConfigError("--serve-dir needs --serve")
+    if args.task_id and not args.tasks:
+        raise ConfigError("--task-id needs --tasks")
 
     build_base_image(name=args.name, method=args.method, mirror=args.mirror, force=args.force)
     if args.tasks:
@@ -68,7 +72,11 @@ def run_build(args: argparse.Namespace) -> int:
         from gym_swe.tasks.swe import load_swe_tasks
 
         source = RepoSource(args.repo_source)
-        for task in load_swe_tasks(args.tasks):
+        tasks = load_swe_tasks(args.tasks)
+        # --task-id as prepare and validate take it: a file of SWE-bench's 300 or 500 records is built only
+        # for the tasks asked for (an unknown or refused id fails here, before any image is built)
+        selected = [tasks.get(task_id) for task_id in args.task_id] if args.task_id else list(tasks)
+        for task in selected:
             build_task_image(task, source, base=args.name, force=args.force)
     if args.harness == MINI_SWE_AGENT:
         from gym_swe.integrations.harness_image import build_harness_image

@@ -20,6 +20,12 @@ def add_to(commands: Any) -> None:
     parser.add_argument("--tasks", default="bundled", help="task source")
     add_task_ids(parser)
     add_sandbox(parser)
+    parser.add_argument(
+        "--image-naming", choices=["auto", "swe-gym", "swe-bench", "gym-swe"],
+        help="SWE tasks on --sandbox docker: which image a task runs in (auto: the record's `image`, else "
+        "its source's scheme; gym-swe: the image `gym-swe images build --tasks` made, for SWE-bench records "
+        "whose official image is not here)",
+    )  # fmt: skip
     parser.add_argument("--workers", type=int, default=2, help="tasks graded at once")
     add_repo_source(parser)
     parser.add_argument(
@@ -44,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
         repo_source=args.repo_source,
         task_ids=args.task_id,
         exclude_tests=args.exclude_test or (),
+        image_naming=args.image_naming,
         progress=Progress(),  # on stderr: the bar, the tasks in flight, each verdict as it lands
     )
     print_table(rows, verbose=args.verbose)

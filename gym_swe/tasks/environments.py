@@ -4,7 +4,8 @@
 
 - the interpreter ``environment.python`` names (`interpreters.find_interpreter`); one installed outside
   ``/usr`` has its prefix bound read-only into every jail of the task: here, in episodes and in grading;
-- a venv made from it *without* the system's site-packages, holding exactly the task's requirements and a
+- a venv made from it *without* the system's site-packages (its pip upgraded first under Python < 3.7, whose
+  bundled pip takes no manylinux2014 wheel: `OLD_PIP_BEFORE`), holding exactly the task's requirements and a
   pinned pytest (`Environment.pytest_requirement`), except where the repository *is* pytest (`is_pytest`)
   and its install commands put it in the venv: its own install is then its runner, and a pinned pytest
   beside its old pluggy could not be installed anyway; pip's downloads are cached under the gym_swe cache
@@ -49,11 +50,6 @@ from gym_swe.tasks.swe import SWETask
 
 logger = logging.getLogger("gym_swe")
 PREPARE_TIMEOUT = 3600
-OLD_PIP_PYTHONS = (3, 7)
-"""Pythons before this make venvs with the pip their ensurepip ships (3.6: pip 18.1), which refuses a name
-given twice and has no ``--no-use-pep517`` (pip 19), which SWE-bench's scikit-learn install uses; SWE-bench's
-conda environments of those Pythons have pip 21. Their venvs get the last pip for them first
-(`pip_upgrade`)."""
 METADATA = "environment.json"
 CONDA_ENV_SCRIPT = Path(__file__).with_name("conda_env.py")
 # A project's declared name without running anything: setup.py's literal ``name="..."`` (older projects
@@ -117,6 +113,22 @@ def environment_variables(venv: Path, spec_env: dict[str, str] | None = None) ->
 LOCALES = "locales"
 """Where in a task's venv the locales its variables name, and this host lacks, are compiled."""
 _LOCALE = re.compile(r"^(?P<name>[a-z]{2,3}_[A-Z]{2})\.(?:UTF-8|utf8)$")
+
+
+OLD_PIP_BEFORE = (3, 7)
+"""Pythons before this one bundle a pip older than manylinux2014 (Python 3.6's ensurepip: pip 18.1; the
+tag came with pip 19.3), which takes none of those wheels and builds the sdist instead: for Django 3.0-3.2's
+``tests/requirements/py3.txt`` under SWE-bench's Python 3.6, bcrypt 4.0.1 (needs Rust), pylibmc (needs
+libmemcached's headers), Pillow 8.4 (a compiler and image libraries), so the install fails. SWE-bench's
+environments are conda's, whose Python 3.6 comes with pip 21.2. Such a venv gets the newest pip its Python
+supports first (pip honours Requires-Python: 21.3.1 on 3.6, 20.3.4 on 3.5); that pip also takes a name given
+twice and has ``--no-use-pep517``, which SWE-bench's scikit-learn 0.20-0.22 install uses (18.1 has neither)."""
+
+
+def pip_upgrade_commands(pip: str, version: tuple[int, ...]) -> list[str]:
+    """The command that upgrades the venv's pip (``pip``: its ``pip install`` command) where its Python
+    bundles one too old for today's wheels (`OLD_PIP_BEFORE`); none otherwise."""
+    return [f"{pip} --upgrade pip"] if tuple(version[:2]) < OLD_PIP_BEFORE else []
 
 
 def locale_commands(venv: Path, spec_env: dict[str, str]) -> list[str]:
@@ -183,8 +195,8 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
         requirements.append(pin)
     pip = f"{venv}/bin/python -m pip install --disable-pip-version-check --no-input --quiet"
     commands = [f"{shlex.quote(interpreter.executable)} -m venv {shlex.quote(str(venv))}",
-                *pip_upgrade(pip, interpreter.version),
                 *locale_commands(venv, spec.variables),
+                *pip_upgrade_commands(pip, interpreter.version),
                 f"{pip} {' '.join(shlex.quote(r) for r in requirements)}"]  # fmt: skip
     rw_binds = {str(venv): str(venv), str(cache): str(cache)}
     testbed = root / "testbed"
@@ -226,13 +238,6 @@ def failure_line(output: str, limit: int = 160) -> str:
         lines[-1] if lines else "",
     )
     return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-def pip_upgrade(pip: str, version: tuple[int, ...]) -> list[str]:
-    """The command that gives a venv of an interpreter of ``version`` a pip that SWE-bench's install
-    commands can run with (``pip``: the venv's ``pip install`` command line), where its own is too old
-    (`OLD_PIP_PYTHONS`): pip resolves ``pip<22`` to the last release that supports the interpreter."""
-    return [f"{pip} --upgrade 'pip<22'"] if tuple(version[:2]) < OLD_PIP_PYTHONS else []
 
 
 def _setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:

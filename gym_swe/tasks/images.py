@@ -17,7 +17,9 @@ import shlex
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from gym_swe.errors import TaskError
 from gym_swe.sandbox.docker import BASE_IMAGE, docker_client
 from gym_swe.sandbox.images import existing_recipe
 from gym_swe.tasks.environments import SETTLE_INSTALL
@@ -26,6 +28,18 @@ from gym_swe.tasks.swe import SWETask, docker_image
 
 VENV = "/opt/gym_swe-venv"
 
+
+BUILD_TOOLS = (
+    "if ! command -v cc >/dev/null; then (apt-get update -qq && apt-get install -y -qq "
+    "--no-install-recommends build-essential python3-dev >/dev/null && rm -rf /var/lib/apt/lists/*) "
+    "|| echo 'gym_swe: no C compiler could be installed (apt-get failed): a requirement built from source "
+    "will fail'; fi"
+)
+"""A C compiler and Python's headers for a task image that installs anything, as SWE-bench's images have
+(its base image installs ``build-essential``): gym_swe's base image has none, and a requirement that PyPI
+has as an sdist only is built from it (Django's ``tests/requirements/py3.txt`` names ``pywatchman``, which has
+no wheel). From the base image's own Debian mirror; where apt cannot reach it the image is built without,
+saying so."""
 
 IMAGE_CA = "/etc/gym_swe/pip-ca.crt"
 """Where a task image keeps the host's CA bundle for pip (`host_ca_bundle`)."""
@@ -50,6 +64,8 @@ def dockerfile(task: SWETask, base: str, ca: bool = False) -> str:
         "COPY repo /testbed",
         f"RUN python3 -m venv --system-site-packages {VENV}",
     ]
+    if spec.packages or spec.install:
+        lines.append(f"RUN {BUILD_TOOLS}")
     if ca and (spec.packages or spec.install or spec.pytest_requirement((3, 11))):
         lines += [f"COPY pip-ca.crt {IMAGE_CA}", f"ENV PIP_CERT={IMAGE_CA}"]
     # The base image's python and pytest serve (environment.python is for local sandboxes): a pytest is
@@ -102,7 +118,14 @@ def build_task_image(
         archive.add(repo, arcname="repo")
     context.seek(0)
     log(f"building {name}")
-    client.images.build(fileobj=context, custom_context=True, tag=name, rm=True, pull=False)
+    from docker.errors import BuildError
+
+    try:
+        client.images.build(fileobj=context, custom_context=True, tag=name, rm=True, pull=False)
+    except BuildError as error:
+        # docker-py's message names the failed RUN line only; what went wrong is in the build's own output
+        output = "".join(str(chunk.get("stream") or chunk.get("error") or "") for chunk in error.build_log)
+        raise TaskError(f"building {name} failed: {error.msg}\n{output[-3000:]}") from None
     return name
 
 
@@ -130,7 +153,7 @@ def stripped_image(task: SWETask, image: str, log: Callable[[str], None] = print
     from gym_swe.sandbox.docker import DockerSandbox
 
     client = docker_client()
-    source_id = client.images.get(image).id
+    source_id = _local_image(client, image, task).id
     tag = "".join(c if c.isalnum() or c in "_.-" else "_" for c in task.instance_id)[:128]
     name = f"gym-swe-stripped:{tag}"
     try:
@@ -147,3 +170,29 @@ def stripped_image(task: SWETask, image: str, log: Callable[[str], None] = print
         box.container.commit(repository="gym-swe-stripped", tag=tag,
                              conf={"Labels": {"gym_swe.stripped_from": source_id}})  # fmt: skip
     return name
+
+
+def _local_image(client: Any, image: str, task: SWETask) -> Any:
+    """``image``, pulled if it is not here; a missing one that cannot be pulled is the task's
+    SandboxUnavailableError (one line: the image, why, and how to get one), not docker-py's ImageNotFound,
+    which took `gym-swe validate --sandbox docker` down with a traceback (a SWE-bench record names its
+    official image in ``image``, which no registry here serves)."""
+    from docker.errors import APIError, ImageNotFound
+
+    from gym_swe.errors import SandboxUnavailableError
+
+    try:
+        return client.images.get(image)
+    except ImageNotFound:
+        pass
+    try:
+        client.images.pull(image)
+        return client.images.get(image)
+    except APIError as error:
+        reason = str(getattr(error, "explanation", None) or error).splitlines()[0][:300]
+    raise SandboxUnavailableError(
+        f"{task.instance_id}: Docker image {image!r} is not here and pulling it failed ({reason}). "
+        "The record's `image` (else its source's naming) names it: pull it where a registry is reachable, "
+        "or build gym_swe's image of the task (gym-swe images build --tasks SOURCE --task-id "
+        f"{task.instance_id}) and grade with image_naming='gym-swe' (or a record without `image`)"
+    )

@@ -149,9 +149,13 @@ def environment_from_spec(
     listed = spec.get("packages") or ""
     if listed == "requirements.txt":
         # The first requirements file the repository has, as SWE-bench reads it; pip_packages go after it.
+        # pip's failure is the command's (`|| exit`): a loop's status is its last command's, and `break`'s
+        # is 0, so a requirement that failed to install (bcrypt built from source for want of Rust, under
+        # Python 3.6's pip 18.1: Django 3.x) left a half-installed venv that prepare called ready.
         paths = " ".join(shlex.quote(path) for path in requirement_paths)
         install.append(
-            f'for f in {paths}; do if [ -f "$f" ]; then python -m pip install -r "$f"; break; fi; done'
+            f'for f in {paths}; do if [ -f "$f" ]; then python -m pip install -r "$f" || exit $?; break; fi; '
+            "done"
         )
         if pip_packages:
             install.append("python -m pip install " + " ".join(shlex.quote(p) for p in pip_packages))

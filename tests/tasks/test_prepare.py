@@ -5,7 +5,9 @@ interpreter can live outside /usr, the spec's env reaches every command, and rep
 from __future__ import annotations
 
 import base64
+import glob
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,7 +29,7 @@ from gym_swe.tasks.environments import (
     build_requirements,
     failure_line,
     is_pytest,
-    pip_upgrade,
+    pip_upgrade_commands,
     prepare_environment,
     project_name,
 )
@@ -215,15 +217,6 @@ def test_a_version_that_cannot_be_had_says_what_to_do(monkeypatch: pytest.Monkey
     assert [str(part) for part in found.version[:2]] == system and found.prefix is None
     with pytest.raises(TaskError, match="not on PATH"):
         find_interpreter("python-that-is-not-there")
-
-
-def test_venvs_of_pythons_before_3_7_get_a_pip_that_swebenchs_installs_can_run_with() -> None:
-    """Python 3.6's venvs come with pip 18.1, which has no --no-use-pep517 (SWE-bench's scikit-learn 0.2x
-    install: exit 2, 'no such option'): their pip is upgraded first, to the last one for them."""
-    pip = "/v/bin/python -m pip install --quiet"
-    assert pip_upgrade(pip, (3, 6, 15)) == [f"{pip} --upgrade 'pip<22'"]
-    assert pip_upgrade(pip, (3, 5)) == [f"{pip} --upgrade 'pip<22'"]
-    assert pip_upgrade(pip, (3, 7, 16)) == [] and pip_upgrade(pip, (3, 11, 2)) == []
 
 
 @pytest.mark.parametrize(("output", "line"), [
@@ -419,3 +412,30 @@ def test_install_commands_read_the_conda_file_of_the_environment_setup_commit(
         TaskError, match=r"environment_setup_commit 0{40} is not in the mirror of acme/condapkg"
     ):
         prepare_environment(task, RepoSource(mirrors))
+
+
+@pytest.mark.parametrize("version", ["3.6", "3.7", "3.8", "3.11"])
+def test_a_venv_whose_bundled_pip_predates_manylinux2014_gets_a_newer_one(version: str) -> None:
+    """Python 3.6's ensurepip brings pip 18.1, which takes no manylinux2014 wheel (pip 19.3 does): Django
+    3.x's test requirements were built from source there (bcrypt needs Rust) and failed. The venv's pip is
+    upgraded exactly where the bundled one is that old (SWE-bench's conda environments have pip 21.2 on 3.6)."""
+    pyenv = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    found = [
+        shutil.which(f"python{version}") or "",
+        *glob.glob(f"{pyenv}/versions/{version}.*/bin/python{version}"),
+    ]
+    working = [
+        path
+        for path in found
+        if path and subprocess.run([path, "-c", ""], capture_output=True).returncode == 0
+    ]
+    if not working:
+        pytest.skip(f"no python{version} here")
+    executable = working[0]
+    bundled = subprocess.run([executable, "-c", "import ensurepip; print(ensurepip.version())"],
+                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    too_old = tuple(int(part) for part in bundled.split(".")[:2]) < (19, 3)
+    wanted = tuple(int(part) for part in version.split("."))
+    assert pip_upgrade_commands("python -m pip install", wanted) == (
+        ["python -m pip install --upgrade pip"] if too_old else []
+    ), bundled

@@ -48,11 +48,32 @@ SWEBENCH = "swebench==4.1.0"  # the last series that ships MAP_REPO_VERSION_TO_S
     ({"python": "3.11", "packages": "requirements.txt", "pip_packages": ["Werkzeug==2.3.7"],
       "install": "python -m pip install -e ."},
      {"python": "3.11", "packages": [], "env": {}, "install": [
-         'for f in requirements/dev.txt; do if [ -f "$f" ]; then python -m pip install -r "$f"; break; fi; done',
+         'for f in requirements/dev.txt; do if [ -f "$f" ]; then python -m pip install -r "$f" || exit $?; break; '
+         'fi; done',
          "python -m pip install Werkzeug==2.3.7", "python -m pip install -e ."]}),
 ])  # fmt: skip
 def test_a_swebench_spec_becomes_an_environment(spec: dict, expected: dict) -> None:
     assert environment_from_spec(spec, ["requirements/dev.txt"], "x") == expected
+
+
+def test_a_requirements_file_that_fails_to_install_fails_the_install_command(tmp_path: Path) -> None:
+    """The loop that finds the repository's requirements file ends with ``break``, whose status is 0: pip's
+    failure must still be the command's (Django 3.x under Python 3.6: bcrypt's build failed, and the venv
+    was left half-installed and called ready)."""
+    spec = {"python": "3.6", "packages": "requirements.txt", "install": "python -m pip install -e ."}
+    command = environment_from_spec(spec, ["missing.txt", "tests/requirements/py3.txt"], "x")["install"][0]
+    (tmp_path / "tests/requirements").mkdir(parents=True)
+    (tmp_path / "tests/requirements/py3.txt").write_text("bcrypt\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for status in (1, 0):  # a python whose pip fails, then one whose pip installs
+        (bin_dir / "python").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/calls\nexit {status}\n')
+        (bin_dir / "python").chmod(0o755)
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+        assert done.returncode == status
+    assert (tmp_path / "calls").read_text().splitlines() == [
+        "-m pip install -r tests/requirements/py3.txt"
+    ] * 2
 
 
 def test_a_conda_environment_file_becomes_pip_requirements_installed_with_the_pins() -> None:

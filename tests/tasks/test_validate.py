@@ -262,3 +262,24 @@ def test_a_pass_to_pass_test_failing_with_and_without_the_fix_is_blamed_on_the_e
     # A PASS_TO_PASS test the fix breaks is the fix's doing: no such clause.
     unfixed = graded(test_fix="failed", test_sparse="passed", test_ok="passed")
     assert "the environment" not in str(diagnose(fixed, unfixed))
+
+
+def test_a_test_that_never_ran_with_or_without_the_fix_is_named_as_missing() -> None:
+    """django__django-13033 on Django 3.2a1: a PASS_TO_PASS id the release no longer defines is not run in
+    either grade; that is no package's fault, and the problem says so."""
+    groups = {"FAIL_TO_PASS": ("t.py::test_fix",), "PASS_TO_PASS": ("t.py::test_gone", "t.py::test_ok")}
+
+    def graded(**outcomes: str) -> Grade:
+        tests = tuple(Outcome(f"t.py::{name}", outcome) for name, outcome in outcomes.items())
+        return Grade(tests=tests, resolved=False, reward=0.0, groups=groups)
+
+    fixed = graded(test_fix="passed", test_gone="not_run", test_ok="passed")
+    unfixed = graded(test_fix="failed", test_gone="not_run", test_ok="passed")
+    problem = diagnose(fixed, unfixed)
+    assert problem is not None and problem.startswith(
+        "the fix does not resolve the task (no such test here: it did not run, with the fix or without it"
+    ), problem
+    assert "the environment" not in problem and "--exclude-test" in problem
+    # One that ran without the fix and not with it is no missing test.
+    unfixed = graded(test_fix="failed", test_gone="failed", test_ok="passed")
+    assert "no such test" not in str(diagnose(fixed, unfixed))
