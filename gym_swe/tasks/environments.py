@@ -121,8 +121,9 @@ tag came with pip 19.3), which takes none of those wheels and builds the sdist i
 ``tests/requirements/py3.txt`` under SWE-bench's Python 3.6, bcrypt 4.0.1 (needs Rust), pylibmc (needs
 libmemcached's headers), Pillow 8.4 (a compiler and image libraries), so the install fails. SWE-bench's
 environments are conda's, whose Python 3.6 comes with pip 21.2. Such a venv gets the newest pip its Python
-supports first (pip honours Requires-Python: 21.3.1 on 3.6, 20.3.4 on 3.5); that pip also takes a name given
-twice and has ``--no-use-pep517``, which SWE-bench's scikit-learn 0.20-0.22 install uses (18.1 has neither)."""
+supports first (pip honours Requires-Python: 21.3.1 on 3.6, 20.3.4 on 3.5); that pip also takes a name
+given twice and has ``--no-use-pep517``, which SWE-bench's scikit-learn 0.20-0.22 install uses (18.1 has
+neither)."""
 
 
 def pip_upgrade_commands(pip: str, version: tuple[int, ...]) -> list[str]:
