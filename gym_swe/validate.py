@@ -115,16 +115,17 @@ def diagnose(fixed: Grade, unfixed: Grade) -> str | None:
     if not fixed.resolved:
         failed = [f"{test.name} ({test.outcome})" for test in fixed.tests if not test.passed]
         # The likely cause first: the verdict line and a reader both stop after the first few words.
+        network = network_cause(fixed.log)
         cause = (
             dropped_from_fix(fixed.log)
-            or network_cause(fixed.log)
+            or network
             or skip_cause(fixed.log, failed)
             or missing_cause(fixed, unfixed)
             or environment_cause(fixed, unfixed)
         )
         targets = set(fixed.groups.get("FAIL_TO_PASS", ()))
         if (
-            cause == network_cause(fixed.log)
+            cause == network
             and cause
             and targets
             and targets <= {t.name for t in fixed.tests if not t.passed}

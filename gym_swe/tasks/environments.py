@@ -225,7 +225,7 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
                     f"{', timed out' if result.timed_out else ''}, at `{command}`):\n{result.output[-3000:]}"
                 )
     if spec.install:
-        _ignore_generated(testbed)
+        _settle_install(testbed)
     shutil.rmtree(root / "setup-commit", ignore_errors=True)
     _write_metadata(root, interpreter, requirements)
 
@@ -368,7 +368,7 @@ that an episode's ``git status`` shows only the agent's own changes and ``git ch
 install changed: those files are part of the checkout the agent's changes are taken against, never its own."""
 
 
-def _ignore_generated(testbed: Path) -> None:
+def _settle_install(testbed: Path) -> None:
     """`SETTLE_INSTALL` in ``testbed``, with the host's git and no configuration but gym_swe's."""
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0", "HOME": str(cache_root())}
     done = subprocess.run(["sh", "-c", SETTLE_INSTALL], cwd=testbed, env=env, capture_output=True, text=True)

@@ -9,7 +9,6 @@ The repository here is a package with a real C extension, built in place by its 
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 from gym_swe.tasks.swe import load_swe_tasks
 from gym_swe.validate import validate
 from tests.conftest import require_bwrap
-from tests.redteam.scripted import run_episode
+from tests.redteam.scripted import bash, run_episode
 from tests.tasks.local_repos import diff_of, git, user_pip_cache, write, write_records
 
 SETUP = """from setuptools import Extension, setup
@@ -131,7 +130,3 @@ def test_a_diff_that_does_not_build_fails_and_the_agents_build_is_not_its_change
         )
     finally:
         env.close()
-
-
-def bash(command: str) -> str:
-    return "<tool_call>" + json.dumps({"name": "bash", "arguments": {"command": command}}) + "</tool_call>"

@@ -5,7 +5,6 @@ and validated, with SWE-bench's id shapes (a docstring id among them) and Django
 from __future__ import annotations
 
 import base64
-import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from gym_swe.tasks.swe import load_swe_tasks
 from gym_swe.validate import validate
 from tests.conftest import require_bwrap, require_docker
 from tests.grading.runners.django_fixtures import installed
-from tests.redteam.scripted import run_episode
+from tests.redteam.scripted import bash, run_episode
 from tests.tasks.local_repos import diff_of, git, user_pip_cache, write_records
 
 VERSION = "5.0.14"
@@ -200,7 +199,3 @@ def test_forged_outcomes_from_the_code_under_test_earn_nothing(
             assert reward == 1.0, info["grade"]["log"][-3000:]
     finally:
         env.close()
-
-
-def bash(command: str) -> str:
-    return "<tool_call>" + json.dumps({"name": "bash", "arguments": {"command": command}}) + "</tool_call>"

@@ -5,7 +5,6 @@ graded by sympy's own runner."""
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from gym_swe.tasks.swe import load_swe_tasks
 from gym_swe.validate import validate
 from tests.conftest import require_bwrap
 from tests.grading.runners.sympy_fixtures import sympy_repository
-from tests.redteam.scripted import run_episode
+from tests.redteam.scripted import bash, run_episode
 from tests.tasks.local_repos import diff_of, git, user_pip_cache, write_records
 
 TASK_ID = "sympy__sympy-90001"
@@ -132,7 +131,3 @@ def test_forged_outcomes_from_the_code_under_test_earn_nothing(world: tuple[Path
         assert reward == 1.0, info["grade"]["log"][-3000:]
     finally:
         env.close()
-
-
-def bash(command: str) -> str:
-    return "<tool_call>" + json.dumps({"name": "bash", "arguments": {"command": command}}) + "</tool_call>"
