@@ -1,4 +1,4 @@
-"""Gold patch and no change through ``env.step()`` on real SWE-bench instances: one JSON line per episode pair.
+"""Gold patch and no change through ``env.step()`` on real SWE-bench instances: a JSON line per episode pair.
 
 For each task and each ``--integrity`` asked, two episodes of ``SWEGym-v0``: the first applies the record's
 gold ``patch`` with one ``bash`` tool call (``git apply``) and submits, the second submits with no change.
@@ -9,7 +9,7 @@ grade is not protected is "not graded" (0.0 with ``grade.error``), which the lin
         --task-id pallets__flask-4992 --integrity protected --integrity any
 
 Each line: task, sandbox, integrity asked, gold reward / grade integrity / chance / error / rejection,
-no-change reward / error / rejection, seconds. (Written for issue 34; generalises bench/django_sdist/envstep.py.)
+no-change reward / error / rejection, seconds. (Issue 34; generalises bench/django_sdist/envstep.py.)
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import gymnasium
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.redteam.scripted, from a checkout
 
-import gym_swe  # noqa: F401,E402
-from tests.redteam.scripted import bash, run_episode  # noqa: E402
+import gym_swe  # noqa: F401
+from tests.redteam.scripted import bash, run_episode
 
 
 def gold_action(patch: str) -> str:
@@ -35,7 +35,7 @@ def gold_action(patch: str) -> str:
     return bash(f"echo {encoded} | base64 -d | git apply && git status --short")
 
 
-def pair(env, task_id: str) -> dict:  # type: ignore[no-untyped-def]
+def pair(env: gymnasium.Env, task_id: str) -> dict[str, object]:
     """The gold episode and the no-change episode of ``task_id`` in ``env``, as one result row."""
     patch = env.unwrapped.tasks.get(task_id).patch
     started = time.monotonic()
@@ -59,7 +59,7 @@ def pair(env, task_id: str) -> dict:  # type: ignore[no-untyped-def]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", required=True, help="a .jsonl or .parquet file of records (or a source name)")
+    parser.add_argument("--tasks", required=True, help="a .jsonl or .parquet of records, or a source")
     parser.add_argument("--repo-source", help="the mirrors directory (local sandbox)")
     parser.add_argument("--task-id", action="append", required=True, help="a task to play (repeatable)")
     parser.add_argument("--sandbox", choices=("local", "docker"), default="local")
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     failed = 0
     for integrity in args.integrity or ["protected"]:
-        options = {"integrity": integrity, "sandbox": args.sandbox}
+        options: dict[str, object] = {"integrity": integrity, "sandbox": args.sandbox}
         if args.repo_source:
             options["repo_source"] = args.repo_source
         if args.image_naming:
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         env = gymnasium.make("SWEGym-v0", tasks=args.tasks, **options)
         try:
             for task_id in args.task_id:
-                row = {"task": task_id, "sandbox": args.sandbox, "integrity": integrity}
+                row: dict[str, object] = {"task": task_id, "sandbox": args.sandbox, "integrity": integrity}
                 try:
                     row.update(pair(env, task_id))
                 except Exception as error:  # a crash is a row too, and the next task still runs
