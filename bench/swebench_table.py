@@ -40,7 +40,8 @@ def main() -> None:
 
     def put(instance: str, **fields: str) -> None:
         row = table.setdefault(instance, {"instance": instance})
-        row.update({key: value for key, value in fields.items() if value})
+        # a later run of the same instance decides: its cause replaces an earlier one's, even when empty
+        row.update({key: value for key, value in fields.items() if value or key in ("cause", "docker_cause")})
 
     docs = (ROOT / "docs" / "swebench.md").read_text()
     for row in rows(docs, EARLIER):
@@ -56,15 +57,17 @@ def main() -> None:
         fix, none = row["fix"].split(" (")[0], row["no fix"].split(" (")[0]
         put(row["instance"], set=row["set"], version=row["version"], local=local,
             docker=docker if docker != "-" else "", fix=fix, none=none,
-            cause=short(row.get("cause when not / note", "")) if "FAIL" in (local, docker) else "",
+            cause=short(row.get("cause when not / note", "")),
             source="real_instances_django.md")  # fmt: skip
-    for row in rows((bench / "real_instances_compiled.md").read_text(), "| instance | set | version | checkout"):
+    for row in rows(
+        (bench / "real_instances_compiled.md").read_text(), "| instance | set | version | checkout"
+    ):
         if "documented way" in row["checkout"] and row["prepared"] == "n" and row["instance"] in table:
             continue  # the same instance again with system libraries, below or above
         ok = row["validated"] == "y"
         put(row["instance"], set=row["set"], version=row["version"],
             local="ok" if ok else ("FAIL" if row["validated"] == "n" else row["validated"]),
-            fix=row["fix"], none=row["no fix"], cause="" if ok else short(row["cause when not"]),
+            fix=row["fix"], none=row["no fix"], cause=short(row["cause when not"]),
             source="real_instances_compiled.md")  # fmt: skip
     sympy = bench / "real_instances_sympy.md"
     if sympy.is_file():
@@ -73,21 +76,26 @@ def main() -> None:
                 continue  # a run before a fix, kept in that file
             ok = row["validated local"] == "ok"
             put(row["instance"], set=row["set"], version=row["version"], local=row["validated local"],
-                fix=row["fix"], none=row["no fix"], cause="" if ok else short(row["cause when not"]),
+                fix=row["fix"], none=row["no fix"], cause=short(row["cause when not"]),
                 source="real_instances_sympy.md")  # fmt: skip
     docker = bench / "real_instances_docker.md"
     if docker.is_file():
         for row in rows(docker.read_text(), "| instance | repo | image python"):
             if row["instance"] == "TABLE":
                 continue
-            put(row["instance"], docker=row["validated"],
-                docker_cause=short(row.get("cause when not", "")) if row["validated"] != "ok" else "")
+            put(
+                row["instance"],
+                docker=row["validated"],
+                docker_cause=short(row.get("cause when not", "")) if row["validated"] != "ok" else "",
+            )
     for extra in sys.argv[1:]:  # instance=local:fix:none:version:set
         instance, _, value = extra.partition("=")
         local, fix, none, version, set_ = value.split(":")
         put(instance, local=local, fix=fix, none=none, version=version, set=set_)
 
-    print("| repository | instance | set | version | local | docker | fix | no fix | cause where not valid |")
+    columns = ["repository", "instance", "set", "version", "local", "docker", "fix", "no fix",
+               "cause where not valid, or a note"]  # fmt: skip
+    print("| " + " | ".join(columns) + " |")
     print("|---|---|---|---|---|---|---|---|---|")
     by_repo: dict[str, Counter[str]] = defaultdict(Counter)
     for instance in sorted(table, key=lambda name: (name.split("__")[0], name)):
@@ -110,7 +118,9 @@ def main() -> None:
         total.update(counts)
         print(f"| {repo} | {counts['instances']} | {counts['local ok']} | {counts['docker run']} | "
               f"{counts['docker ok']} |")  # fmt: skip
-    print(f"| all | {total['instances']} | {total['local ok']} | {total['docker run']} | {total['docker ok']} |")
+    print(
+        f"| all | {total['instances']} | {total['local ok']} | {total['docker run']} | {total['docker ok']} |"
+    )
 
 
 if __name__ == "__main__":
