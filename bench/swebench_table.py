@@ -1,5 +1,5 @@
 """docs/swebench.md §6's table of real instances, from the results files of each run (bench/real_*.md and
-the rows of §6's own earlier table): one row per instance, its local and docker validation, the tests that
+bench/real_instances_pytest.md): one row per instance, its local and docker validation, the tests that
 passed with the gold patch and with none, and the cause where it does not validate.
 
     python bench/swebench_table.py            # prints the table and the per-repository counts
@@ -43,14 +43,14 @@ def main() -> None:
         # a later run of the same instance decides: its cause replaces an earlier one's, even when empty
         row.update({key: value for key, value in fields.items() if value or key in ("cause", "docker_cause")})
 
-    docs = (ROOT / "docs" / "swebench.md").read_text()
+    docs = (ROOT / "bench" / "real_instances_pytest.md").read_text()
     for row in rows(docs, EARLIER):
         instance = row["instance"].replace(" (new)", "")
         ok = row["validated"] == "y"
         fix = re.search(r"fix (\d+/\d+), no fix (\d+/\d+)", row["reason"])
         put(instance, set=row["set"], version=row["version"], local="ok" if ok else "FAIL",
             fix=fix.group(1) if fix else "-", none=fix.group(2) if fix else "-",
-            cause="" if ok else short(row["reason"]), source="§6 (2026-11-27)")  # fmt: skip
+            cause="" if ok else short(row["reason"]), source="real_instances_pytest.md")  # fmt: skip
     bench = ROOT / "bench"
     for row in rows((bench / "real_instances_django.md").read_text(), "| instance | set | version | rebased"):
         local, docker = row["validated local"], row["validated docker"]
