@@ -363,3 +363,17 @@ def test_a_bin_test_that_runs_no_sympy_runner_streams_no_tests(tmp_path: Path) -
     assert run.returncode == 3
     assert run.lines == [{"kind": "end", "tests": 0, "seq": 0}]
     assert "ran something else" in run.output and "sympy's own test runner" in run.output
+
+
+def test_a_bin_test_that_breaks_before_the_runner_says_why_and_leaves_no_end_line(tmp_path: Path) -> None:
+    """sympy 1.1 under Python 3.11 (a docker task image): importing sympy fails in bin/test itself. The run
+    did not finish (no end line), and its traceback is the reason, not "bin/test ran something else"."""
+    repo = tmp_path / "repo"
+    (repo / "bin").mkdir(parents=True)
+    (repo / "bin" / "test").write_text(
+        "from collections import Mapping_gone\n"
+    )  # Python 3.9 still has Mapping
+    run = run_shim(repo, tmp_path / "grader", ["sympy/core/tests/test_basic.py"])
+    assert run.returncode != 0 and run.lines == []
+    assert "ImportError: cannot import name 'Mapping_gone'" in run.output
+    assert "sympy's own test runner" not in run.output
