@@ -228,16 +228,30 @@ NETWORK_ERRORS = (
 def environment_cause(fixed: Grade, unfixed: Grade) -> str:
     """A clause naming the environment as the cause when every test that did not pass with the fix is a
     PASS_TO_PASS test that did not pass without it either (xarray-6938: a release of ``sparse`` newer than
-    the task's date): the patch is not what breaks them; empty otherwise."""
+    the task's date): the patch is not what breaks them; empty otherwise. Where some of them did not run
+    either way or were skipped (matplotlib-25433 on the 3.6.1 release: three tests that release does not
+    have, one that needs xelatex), the clause says how many of each, not only "a package"."""
     regressions = set(fixed.groups.get("PASS_TO_PASS", ()))
     before = {test.name: test.passed for test in unfixed.tests}
-    failing = [test.name for test in fixed.tests if not test.passed]
-    if not failing or not all(name in regressions and before.get(name) is False for name in failing):
+    was = {test.name: test.outcome for test in unfixed.tests}
+    failing = [test for test in fixed.tests if not test.passed]
+    if not failing or not all(t.name in regressions and before.get(t.name) is False for t in failing):
         return ""
+    missing = sum(test.outcome == "not_run" and was.get(test.name) == "not_run" for test in failing)
+    skipped = sum(test.outcome == "skipped" for test in failing)
+    broken = len(failing) - missing - skipped
+    causes = []
+    if missing:
+        causes.append(f"{missing} did not run either way (no such test here)")
+    if skipped:
+        causes.append(f"{skipped} {'was' if skipped == 1 else 'were'} skipped here")
+    if broken:
+        package = "a package newer than the task's date is the usual cause: pin it in environment.packages"
+        causes.append(package if not causes else f"{broken} failed ({package})")
     return (
         f" (the environment: {'its' if len(failing) == 1 else 'all ' + str(len(failing))} PASS_TO_PASS "
-        f"test(s) that fail with the fix fail without it too, so the patch is not what breaks them; a "
-        "package newer than the task's date is the usual cause: pin it in environment.packages)"
+        f"test(s) that fail with the fix fail without it too, so the patch is not what breaks them; "
+        f"{'; '.join(causes)})"
     )
 
 

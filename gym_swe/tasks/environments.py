@@ -27,6 +27,7 @@ read-only at the same path and put its ``bin`` first on PATH, so reset never cop
 from __future__ import annotations
 
 import configparser
+import contextlib
 import hashlib
 import json
 import logging
@@ -44,6 +45,7 @@ from gym_swe.errors import TaskError
 from gym_swe.sandbox.local import DEFAULT_PATH, LocalSandbox
 from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
 from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
+from gym_swe.tasks.dated_index import DatedIndex, exact_pins, honoured, parse_date
 from gym_swe.tasks.interpreters import Interpreter, find_interpreter
 from gym_swe.tasks.repos import RepoSource, cache_root, checkout, file_lock, mirror, safe_name
 from gym_swe.tasks.swe import SWETask
@@ -82,7 +84,8 @@ def environment_dir(task: SWETask) -> Path:
     spec = task.environment
     # What install commands build depends on the commit; without them the environment key decides.
     commit = task.base_commit if spec.install else ""
-    recipe = json.dumps([task.environment_key, spec.__dict__, commit], sort_keys=True, default=list)
+    fields = {key: value for key, value in spec.__dict__.items() if key != "index_date" or value}
+    recipe = json.dumps([task.environment_key, fields, commit], sort_keys=True, default=list)
     digest = hashlib.sha256(recipe.encode()).hexdigest()[:12]
     return cache_root() / "envs" / f"{safe_name(task.repo)}-{digest}"
 
@@ -214,14 +217,25 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
     env = {**environment_variables(venv, spec.variables), "PIP_CACHE_DIR": str(cache)}
     if locale_commands(venv, spec.variables):  # the install commands run with them too
         env["LOCPATH"] = str(venv / LOCALES)
-    jail = LocalSandbox(workdir="/testbed", network=True, ro_binds=ro_binds, rw_binds=rw_binds, env=env)
-    with jail:
+    with contextlib.ExitStack() as stack:
+        index = None
+        if spec.index_date:  # the jail shares the host's network: it reaches the index on the loopback
+            pins = exact_pins([*requirements, *_words(spec.install)])
+            index = stack.enter_context(DatedIndex(parse_date(spec.index_date), pins))
+            env.update(index.pip_variables())
+            logger.info("%s: pip resolves against the index as of %s", task.instance_id, spec.index_date)
+        jail = stack.enter_context(
+            LocalSandbox(workdir="/testbed", network=True, ro_binds=ro_binds, rw_binds=rw_binds, env=env)
+        )
         for command in commands:
             result = jail.exec(command, timeout=PREPARE_TIMEOUT)
+            if index is not None:
+                honoured(index)
             if not result.ok:
                 cause = f": {failure_line(result.output)}" if result.output.strip() else ""
+                dated = f" (pip resolved as of {spec.index_date}: environment.index_date)" if index else ""
                 raise TaskError(
-                    f"preparing {task.instance_id} failed{cause} (exit {result.exit_code}"
+                    f"preparing {task.instance_id} failed{cause}{dated} (exit {result.exit_code}"
                     f"{', timed out' if result.timed_out else ''}, at `{command}`):\n{result.output[-3000:]}"
                 )
     if spec.install:
@@ -239,6 +253,17 @@ def failure_line(output: str, limit: int = 160) -> str:
         lines[-1] if lines else "",
     )
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _words(commands: tuple[str, ...]) -> list[str]:
+    """The shell words of ``commands`` (a requirement pinned on an install command's line counts as one)."""
+    words = []
+    for command in commands:
+        try:
+            words += shlex.split(command)
+        except ValueError:  # an unbalanced quote: its plain words still count
+            words += command.split()
+    return words
 
 
 def _setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:

@@ -21,6 +21,7 @@ from typing import Any
 from gym_swe.errors import TaskFormatError, TaskRefused
 from gym_swe.grading.runners import RUNNERS, runner_name, runner_named
 from gym_swe.tasks.base import TaskSet, load_source, read_hub_rows, read_rows, require_fields
+from gym_swe.tasks.dated_index import parse_date
 from gym_swe.tasks.swebench_specs import swebench_environment
 from gym_swe.tasks.test_ids import is_log_fragment
 
@@ -36,7 +37,7 @@ logger = logging.getLogger("gym_swe")
 REQUIRED = ("instance_id", "repo", "base_commit", "problem_statement", "test_patch")
 
 
-ENVIRONMENT_KEYS = ("python", "packages", "install", "rebuild", "env")
+ENVIRONMENT_KEYS = ("python", "packages", "install", "rebuild", "env", "index_date")
 # The pytest a task environment gets when its packages name none, by the interpreter's (major, minor): the
 # newest release that still supports it.
 DEFAULT_PYTEST = ((3, 8), "pytest==8.3.5"), ((3, 7), "pytest==7.4.4"), ((3, 6), "pytest==7.0.1")
@@ -74,6 +75,11 @@ class Environment:
     env: tuple[tuple[str, str], ...] = ()
     """Environment variables for the install commands, the episodes and grading (sorted pairs). Records
     with a ``version`` get ``SETUPTOOLS_SCM_PRETEND_VERSION`` set to it unless they set it themselves."""
+
+    index_date: str = ""
+    """``YYYY-MM-DD``: pip resolves every install command against the index as it was then
+    (`gym_swe.tasks.dated_index`), releases a requirement pins exactly excepted; empty: today's index.
+    Environments from swebench's tables get `SWEBENCH_IMAGES_DATE`, as the task's own image has them."""
 
     @property
     def variables(self) -> dict[str, str]:
@@ -124,7 +130,16 @@ class Environment:
         python = value.get("python", "python3")
         if not isinstance(python, str) or not python.strip():
             raise TaskFormatError(f"{where}: 'environment.python' must be a version, a command or a path")
-        return cls(python=python.strip(), env=tuple(sorted(env.items())), **lists)
+        index_date = value.get("index_date") or ""
+        if not isinstance(index_date, str):
+            raise TaskFormatError(f"{where}: 'environment.index_date' must be a date (YYYY-MM-DD) or null")
+        if index_date:
+            try:
+                parse_date(index_date)
+            except ValueError as error:
+                raise TaskFormatError(f"{where}: 'environment.index_date' is {error}") from None
+        return cls(python=python.strip(), env=tuple(sorted(env.items())), index_date=index_date.strip(),
+                   **lists)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,10 @@ COMPILED_REPOSITORIES = {
     "matplotlib/matplotlib": ("python setup.py build_ext --inplace",),
 }
 
+SWEBENCH_IMAGES_DATE = "2025-01-31"
+"""The index date of environments from swebench's tables (`Environment.index_date`): SWE-bench's
+per-instance images were on Docker Hub by 2025-02-04 (SWE-bench issue #311), built with what PyPI held
+then; releases since (sparse 0.17, docutils 0.22) are not in the task's own image."""
 REQUIREMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 # Commands of pre_install that cannot run in a jail without root (system packages): left out, with a note.
 SYSTEM_COMMANDS = ("apt-get", "apt ", "conda ", "sudo ", "locale-gen")
@@ -111,6 +115,7 @@ def _swebench_environment(repo: str, version: str) -> dict[str, Any] | None:
     environment = environment_from_spec(spec, tables.requirement_paths.get(repo, ()), f"{repo} {version}",
                                         tables.environment_paths.get(repo, ()))  # fmt: skip
     environment["packages"] += later_release_pins(repo, version)
+    environment["index_date"] = SWEBENCH_IMAGES_DATE
     if repo in COMPILED_REPOSITORIES:
         environment["rebuild"] = list(COMPILED_REPOSITORIES[repo])
     return environment

@@ -146,7 +146,7 @@ def test_the_pytest_pin(packages: tuple[str, ...], version: tuple[int, int], pin
     ({"env": {"A": 1}}, "'environment.env' must be an object of strings"),
     ({"python": ""}, "'environment.python' must be a version, a command or a path"),
     ("{not json", "'environment' is a string but not JSON"),
-    ({"pip": []}, "unknown 'environment' keys ['pip'] (allowed: python, packages, install, rebuild, env)"),
+    ({"pip": []}, "unknown 'environment' keys ['pip'] (allowed: python, packages, install, rebuild, env, index_date)"),
 ])  # fmt: skip
 def test_bad_environment_specs(environment, message: str) -> None:
     with pytest.raises(TaskFormatError, match=re.escape(message)):

@@ -306,3 +306,32 @@ def test_a_run_that_breaks_before_any_test_with_and_without_the_fix_is_the_envir
     assert "gym_swe bug" in str(
         diagnose(grade(why, log=log.replace("0 test", "2 test")), grade(why, log=log))
     )
+
+
+def test_pass_to_pass_tests_missing_or_skipped_both_ways_are_not_blamed_on_a_package() -> None:
+    """matplotlib-25433 rebased onto the 3.6.1 release: of the four PASS_TO_PASS tests that did not pass with
+    the fix or without it, three that release does not have did not run, and one needing xelatex was skipped;
+    "a package newer than the task's date" named none of that. The clause counts each kind."""
+    names = ("test_gone_a", "test_gone_b", "test_pgf", "test_sparse")
+    groups = {"FAIL_TO_PASS": ("t.py::test_fix",), "PASS_TO_PASS": tuple(f"t.py::{name}" for name in names)}
+
+    def graded(**outcomes: str) -> Grade:
+        tests = tuple(Outcome(f"t.py::{name}", outcome) for name, outcome in outcomes.items())
+        return Grade(tests=tests, resolved=False, reward=0.0, groups=groups)
+
+    both = {"test_gone_a": "not_run", "test_gone_b": "not_run", "test_pgf": "skipped"}
+    problem = diagnose(graded(test_fix="passed", **both), graded(test_fix="failed", **both))
+    assert problem is not None and problem.startswith(
+        "the fix does not resolve the task (the environment: all 3 PASS_TO_PASS test(s) that fail with the "
+        "fix fail without it too, so the patch is not what breaks them; 2 did not run either way (no such test "
+        "here); 1 was skipped here): 3 test(s) did not pass with it"
+    ), problem
+    assert "a package newer" not in problem
+    # With one that ran and failed both ways too, the package is named for that one.
+    both["test_sparse"] = "failed"
+    problem = diagnose(graded(test_fix="passed", **both), graded(test_fix="failed", **both))
+    expected = (
+        "2 did not run either way (no such test here); 1 was skipped here; 1 failed (a package newer than the "
+        "task's date is the usual cause: pin it in environment.packages))"
+    )
+    assert problem is not None and expected in problem, problem
