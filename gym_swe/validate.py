@@ -111,7 +111,7 @@ def diagnose(fixed: Grade, unfixed: Grade) -> str | None:
         message = fixed.error or unfixed.error or ""
         return with_advice(f"the grader failed: {message}", advice(message))
     if fixed.rejection:
-        return rejected_fix(fixed.rejection, fixed.log)
+        return unstarted(fixed, unfixed) or rejected_fix(fixed.rejection, fixed.log)
     if not fixed.resolved:
         failed = [f"{test.name} ({test.outcome})" for test in fixed.tests if not test.passed]
         # The likely cause first: the verdict line and a reader both stop after the first few words.
@@ -172,6 +172,27 @@ def rejected_fix(rejection: str, log: str = "") -> str:
         f"the grader rejected a fix that resolves the task ({rejection}{'; ' + detail if detail else ''}): "
         "that is a gym_swe bug, not the task's. What to do: report it to gym_swe with the log from -v (or "
         "--json's fix_log)."
+    )
+
+
+NO_TEST_RAN = "record stream: 0 test(s)"
+"""The grade log's line for a run that ended before any test did (`gym_swe.grading.repository`)."""
+
+
+def unstarted(fixed: Grade, unfixed: Grade) -> str | None:
+    """The environment, where the test run broke before any test, with the fix and without it alike (sympy
+    1.1 in a task image of Python 3.11: ``from collections import Mapping`` fails as sympy is imported, so
+    bin/test never gets to a test): neither the patch nor the grader is the cause; None otherwise."""
+    if not (fixed.rejection and unfixed.rejection) or "did not finish" not in fixed.rejection:
+        return None
+    if not all(NO_TEST_RAN in grade.log for grade in (fixed, unfixed)):
+        return None
+    why = fixed.rejection.rstrip().rstrip(".")
+    return (
+        f"the tests cannot start here (the environment: no test ran, with the fix or without it: {why}): "
+        "the task's Python or packages cannot run this checkout. What to do: give the task an environment "
+        "its code runs in (environment.python, environment.packages); on docker, gym_swe's task images run "
+        "the base image's Python, not the task's."
     )
 
 

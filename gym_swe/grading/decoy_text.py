@@ -143,7 +143,12 @@ def raises(
     """The statement made to fail where it succeeds: a ``raises`` block expecting an unrelated exception,
     or the statement under ``raises(AssertionError)`` (a simple one written on the same logical line and a
     ``with`` block given one more context manager, so that their text keeps its indentation and the text
-    of its strings; another compound statement indented one level, where no string spans its lines)."""
+    of its strings; another compound statement indented one level, where no string spans its lines).
+
+    In a module that does not import pytest, the context is unittest's (the standard library's), whose
+    failure is an ``AssertionError``, the failure of a test to every runner: pytest's ``Failed`` is a
+    ``BaseException``, which sympy's runner (it catches ``Exception``) lets out of the whole run, so that
+    the decoy's failure with a correct fix would end the run and reject the fix (sympy__sympy-13852)."""
     expected = test_source.expected_exception(statement)
     if expected is not None:
         return test_source.replaced(
@@ -154,8 +159,8 @@ def raises(
         context = f"{pytest_name}.raises(AssertionError)"
     elif unittest_style:
         context = "self.assertRaises(AssertionError)"
-    else:  # the module does not import pytest: the decoy does
-        context, imported = "pytest.raises(AssertionError)", True
+    else:  # the module does not import pytest (sympy's never do): the decoy imports unittest
+        context, imported = "unittest.TestCase().assertRaises(AssertionError)", True
     changed: list[str] | None
     if isinstance(statement, (ast.With, ast.AsyncWith)):
         first = statement.items[0].context_expr
@@ -169,7 +174,7 @@ def raises(
     if changed is not None and imported:
         start = function.body[0]
         indent = lines[start.lineno - 1][: start.col_offset]
-        changed.insert(start.lineno - 1, f"{indent}import pytest\n")
+        changed.insert(start.lineno - 1, f"{indent}import unittest\n")
     return changed
 
 

@@ -20,9 +20,10 @@ A **group** is one FAIL_TO_PASS test function and its decoys:
   original whatever the value (negative, tiny, a float spelt ``.5``). The group's tests differ in that one
   value only. A literal group on a line the test patch added (which the agent never saw) is *protective*;
 - ``negation`` (``assert x in y`` / ``assert x not in y``, ``assert not (a < b)``) and ``raises`` (a check
-  such as ``assert_allclose(a, b)``, or the last statement, run under ``pytest.raises(AssertionError)``): for
-  tests with no literal that has a class. Their form shows which test is the decoy to code that knows this
-  module, so they catch code that answers every test, not code that looks for decoys: they protect nothing;
+  such as ``assert_allclose(a, b)``, or the last statement, run under ``pytest.raises(AssertionError)``, or
+  unittest's ``assertRaises`` where the module does not import pytest): for tests with no literal that has
+  a class. Their form shows which test is the decoy to code that knows this module, so they catch code
+  that answers every test, not code that looks for decoys: they protect nothing;
 - every member of a group gets a fresh name drawn from the words of the file's test names (the original's
   name is put back when the report is read), unless the test's behaviour may depend on its own name
   (``request.node``, ``pytester``); the members sit together, the original at a uniformly random place in a

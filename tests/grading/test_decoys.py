@@ -7,6 +7,7 @@ assertion calling it expects), a decoy passes and the run is caught."""
 from __future__ import annotations
 
 import ast
+import json
 import random
 import subprocess
 import sys
@@ -555,3 +556,47 @@ def test_a_report_that_leaves_out_decoys_is_noticed() -> None:
     without_one = {key: value for key, value in complete.items() if key != group.decoys[0]}
     assert missing([group], without_one) == [group.decoys[0]]
     assert missing([group], {}) == []  # nothing of the group ran: its original fails as not run
+
+
+# sympy's runner, in short: each test function of the module, an AssertionError its failure, any other
+# Exception its error; a BaseException (pytest's Failed) is not caught, and ends the whole run.
+EXCEPTION_RUNNER = """
+import importlib, json, sys
+
+module = importlib.import_module("tests.test_shape")
+outcomes = {}
+for name, function in list(vars(module).items()):
+    if name.startswith("test_") and callable(function):
+        try:
+            function()
+            outcomes[name] = "passed"
+        except AssertionError:
+            outcomes[name] = "failed"
+        except Exception:
+            outcomes[name] = "error"
+print(json.dumps(outcomes))
+"""
+
+
+def test_a_raises_decoy_fails_by_an_assertion_where_the_module_does_not_import_pytest(tmp_path: Path) -> None:
+    """sympy's test modules import no pytest, and its runner catches Exception only: a raises decoy there
+    must fail by an AssertionError (pytest.raises fails with pytest's Failed, a BaseException, which ended
+    sympy__sympy-13852's whole run with the gold patch: its FAIL_TO_PASS test's last statement is a loop)."""
+    text = "from shop.core import double\n\n\ndef test_double_grows():\n    for x in (1, 2, 3):\n" \
+           "        assert double(x) > x\n"  # fmt: skip
+    shape = Shape(text, ["tests/test_shape.py::test_double_grows"])
+    for seed in range(3):
+        root = tmp_path / str(seed)
+        planting = _planted(root, shape, seed)
+        (group,) = planting.groups
+        assert group.kind == "raises"
+        ran = subprocess.run([sys.executable, "-c", EXCEPTION_RUNNER], cwd=root, capture_output=True,
+                             text=True, timeout=60, env={"PYTHONPATH": str(root)})  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        outcomes = {
+            f"tests/test_shape.py::{name}": outcome for name, outcome in json.loads(ran.stdout).items()
+        }
+        assert violations(planting.groups, outcomes) == [], outcomes
+        assert outcomes[group.planted_original] == "passed"
+        assert all(outcomes[decoy] == "failed" for decoy in group.decoys), outcomes
+        assert _run(root) == outcomes  # and pytest reads the decoy as failed too

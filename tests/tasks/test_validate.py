@@ -285,6 +285,29 @@ def test_a_test_that_never_ran_with_or_without_the_fix_is_named_as_missing() -> 
     assert "no such test" not in str(diagnose(fixed, unfixed))
 
 
+def test_a_run_that_breaks_before_any_test_with_and_without_the_fix_is_the_environment() -> None:
+    """sympy__sympy-13043 (sympy 1.1) in a task image of Python 3.11: sympy does not import, so no test runs
+    with the gold patch or without it; that is the environment, not a gym_swe bug."""
+    why = (
+        "the test run did not finish: its record stream has no end line (the session never ended, or the "
+        "run cut the stream) (exit 1: ImportError: cannot import name 'Mapping' from 'collections')"
+    )
+    log = "record stream: 0 test(s), 0 sealed record(s), no end line"
+    problem = diagnose(grade(why, log=log), grade(why, log=log))
+    assert problem is not None and "\n" not in problem
+    assert problem.startswith(
+        "the tests cannot start here (the environment: no test ran, with the fix or "
+        "without it: the test run did not finish"
+    ), problem
+    assert "ImportError: cannot import name 'Mapping'" in problem and "gym_swe bug" not in problem
+    # A fix whose run broke where the run without it did not is still the grader's to explain.
+    ran = grade(log="record stream: 3 test(s), 0 sealed record(s)")
+    assert "gym_swe bug" in str(diagnose(grade(why, log=log), ran))
+    assert "gym_swe bug" in str(
+        diagnose(grade(why, log=log.replace("0 test", "2 test")), grade(why, log=log))
+    )
+
+
 def test_pass_to_pass_tests_missing_or_skipped_both_ways_are_not_blamed_on_a_package() -> None:
     """matplotlib-25433 rebased onto the 3.6.1 release: of the four PASS_TO_PASS tests that did not pass with
     the fix or without it, three that release does not have did not run, and one needing xelatex was skipped;

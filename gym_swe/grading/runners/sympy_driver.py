@@ -30,7 +30,8 @@ gives the stream and the sealed checks' recorder (``_gym_seal`` / ``_gym_raises`
   run ended (a test's own ``sys.exit``) gets an error line first.
 
 A bin/test that never imports sympy's runner streams no test line, and stderr says so: from sympy 1.13.0 on,
-bin/test runs pytest unless given ``--use-sympy-runner`` (no SWE-bench task's base commit is that recent).
+bin/test runs pytest unless given ``--use-sympy-runner`` (no SWE-bench task's base commit is that recent). One
+that raises first (sympy that does not import on this Python) leaves its traceback to say why.
 
 While a test runs, ``PYTEST_CURRENT_TEST`` is ``NODE (call)``, which the sealed checks' recorder reads.
 
@@ -234,6 +235,7 @@ def run(workdir, args):
     sys.meta_path.insert(0, RunnerFinder(tracker))
     sys.argv[:] = [script, *list(args)]
     status = 0  # type: int | str | None
+    broke = False
     try:
         import runpy
 
@@ -242,11 +244,12 @@ def run(workdir, args):
         status = exit.code
         tracker.abort()
     except BaseException:  # the runner itself broke: no end line, the run did not finish
+        broke = True  # its traceback says why (sympy that does not import), not "ran something else"
         tracker.abort()
         raise
     finally:
         sys.stdout.flush()
-        if not tracker.hooked:
+        if not tracker.hooked and not broke:
             runners = " or ".join(RUNNER_MODULES)
             sys.stderr.write(
                 f"gym_swe: sympy's own test runner ({runners}) never ran: bin/test ran something else (from "

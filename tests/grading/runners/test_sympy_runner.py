@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import json
+import random
 import subprocess
 import tarfile
 from dataclasses import dataclass
@@ -15,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from gym_swe.grading import pytest_driver
+from gym_swe.grading.decoys import plant
 from gym_swe.grading.outcome_stream import RECORDS_FD_VARIABLE, Streamed, read_stream
 from gym_swe.grading.runners.sympy import SympyRunner, module_functions
+from gym_swe.grading.test_ids import parse_test_id
 from tests.grading.runners.sympy_fixtures import runner_venv, sympy_repository, sympy_sdist
 
 RUNNER = SympyRunner()
@@ -191,6 +194,32 @@ def test_sealed_checks_are_recorded_for_their_tests(ran: Run) -> None:
     assert raised.value["mro"][0] == "builtins.ZeroDivisionError"
 
 
+DECOYED = "sympy/core/tests/test_gym_decoyed.py"
+DECOYED_SOURCE = "from sympy import Integer\n\n\ndef test_grows():\n    for x in (1, 2, 3):\n" \
+                 "        assert Integer(2) * x > x\n"  # fmt: skip
+
+
+def test_a_raises_decoy_fails_under_sympys_runner_and_the_run_finishes(
+    repository: Path, tmp_path: Path
+) -> None:
+    """A test whose last statement is a loop gets a ``raises`` decoy (sympy__sympy-13852's shape); sympy's
+    modules import no pytest, so the decoy's context is unittest's, whose failure is an AssertionError: sympy's
+    runner counts it as the decoy's failure (``F``) and runs on (pytest.raises' BaseException ended the run)."""
+    planting = plant({DECOYED: DECOYED_SOURCE}, [parse_test_id(f"{DECOYED}::test_grows")], random.Random(0))
+    (group,) = planting.groups
+    assert group.kind == "raises"
+    (repository / DECOYED).write_text(planting.sources[DECOYED])
+    try:
+        ran = run_shim(repository, tmp_path / "grader", [DECOYED, REAL])
+    finally:
+        (repository / DECOYED).unlink()
+    streamed = ran.streamed
+    assert streamed.finished, ran.output
+    assert streamed.outcomes[group.planted_original] == "passed", ran.output
+    assert [streamed.outcomes[decoy] for decoy in group.decoys] == ["failed"] * len(group.decoys), ran.output
+    assert set(real_outcomes(repository)) <= set(streamed.outcomes)  # the next file ran too
+
+
 def test_the_exit_status_is_the_runners(ran: Run, repository: Path, tmp_path: Path) -> None:
     assert ran.returncode == 1  # tests failed
     passing = run_shim(repository, tmp_path / "grader", [REAL])
@@ -334,3 +363,17 @@ def test_a_bin_test_that_runs_no_sympy_runner_streams_no_tests(tmp_path: Path) -
     assert run.returncode == 3
     assert run.lines == [{"kind": "end", "tests": 0, "seq": 0}]
     assert "ran something else" in run.output and "sympy's own test runner" in run.output
+
+
+def test_a_bin_test_that_breaks_before_the_runner_says_why_and_leaves_no_end_line(tmp_path: Path) -> None:
+    """sympy 1.1 under Python 3.11 (a docker task image): importing sympy fails in bin/test itself. The run
+    did not finish (no end line), and its traceback is the reason, not "bin/test ran something else"."""
+    repo = tmp_path / "repo"
+    (repo / "bin").mkdir(parents=True)
+    (repo / "bin" / "test").write_text(
+        "from collections import Mapping_gone\n"
+    )  # Python 3.9 still has Mapping
+    run = run_shim(repo, tmp_path / "grader", ["sympy/core/tests/test_basic.py"])
+    assert run.returncode != 0 and run.lines == []
+    assert "ImportError: cannot import name 'Mapping_gone'" in run.output
+    assert "sympy's own test runner" not in run.output
