@@ -78,6 +78,10 @@ def main() -> None:
             put(row["instance"], set=row["set"], version=row["version"], local=row["validated local"],
                 fix=row["fix"], none=row["no fix"], cause=short(row["cause when not"]),
                 source="real_instances_sympy.md")  # fmt: skip
+        for row in rows(sympy.read_text(), "| instance | set | version | image built"):
+            ok = row["validated docker"] == "ok"
+            put(row["instance"], docker=row["validated docker"],
+                docker_cause="" if ok else "docker: " + short(row["cause when not"]))  # fmt: skip
     docker = bench / "real_instances_docker.md"
     if docker.is_file():
         for row in rows(docker.read_text(), "| instance | repo | image python"):
