@@ -6,15 +6,19 @@ entropy, losses and gradients of every parameter."""
 from __future__ import annotations
 
 import grpo
+import grpo_batching
 import pytest
 import torch
 from grpo_batching import (
+    LOGIT_TILE_BYTES,
+    MIN_TILE_COLUMNS,
     MicroBatch,
     Row,
     ScoredHead,
     fused_head,
     pack_microbatches,
     plain_token_logprobs,
+    tile_shape,
     token_logprobs,
 )
 from grpo_config import LOSS_DEFAULTS, LOSSES
@@ -70,8 +74,9 @@ def test_token_logprobs_of_a_left_padded_row_are_those_of_the_row_alone() -> Non
 
 # -- the fused head against the plain computation -----------------------------------------------------------
 def test_scored_head_gradients_are_the_analytic_ones() -> None:
-    """`ScoredHead`'s hand-written backward (chunks of 3 positions, a bias, temperature 0.7) against autograd's
-    numerical gradients in float64, and its values against a full log-softmax."""
+    """`ScoredHead`'s hand-written backward (tiles of 3 positions x 4 ids, both splits with a remainder, a bias,
+    temperature 0.7) against autograd's numerical gradients in float64, and its values against a full
+    log-softmax."""
     torch.manual_seed(0)
     hidden = torch.randn(7, 5, dtype=torch.float64, requires_grad=True)
     weight = torch.randn(11, 5, dtype=torch.float64, requires_grad=True)
@@ -79,13 +84,26 @@ def test_scored_head_gradients_are_the_analytic_ones() -> None:
     targets = torch.randint(0, 11, (7,))
 
     def logps(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return ScoredHead.apply(h, w, b, targets, 0.7, 3)[0]
+        return ScoredHead.apply(h, w, b, targets, 0.7, (3, 4))[0]
 
     assert torch.autograd.gradcheck(logps, (hidden, weight, bias))
-    values, entropy = ScoredHead.apply(hidden, weight, bias, targets, 0.7, 3)
+    values, entropy = ScoredHead.apply(hidden, weight, bias, targets, 0.7, (3, 4))
     full = torch.log_softmax((hidden @ weight.T + bias) / 0.7, dim=-1)
     assert_close(values, full.gather(1, targets[:, None])[:, 0])
     assert_close(entropy, -(full.exp() * full).sum(-1))
+    without = ScoredHead.apply(hidden, weight, bias, targets, 0.7, (3, 4), False)
+    assert_close(without[0], values) and bool(without[1].isnan().all())  # no entropy asked for: none
+
+
+def test_a_tile_takes_every_position_while_the_budget_allows() -> None:
+    """A tile holds every scored position and as much of the vocabulary as the byte budget allows; past
+    `MIN_TILE_COLUMNS` ids per position, the positions are split instead."""
+    budget = LOGIT_TILE_BYTES["cpu"] // 4  # fp32 logits
+    assert tile_shape(288, 151_665, "cpu") == (288, budget // 288)
+    assert tile_shape(3, 11, "cpu") == (3, 11)  # a small head: one tile
+    many = budget // MIN_TILE_COLUMNS * 3
+    assert tile_shape(many, 151_665, "cpu") == (budget // MIN_TILE_COLUMNS, MIN_TILE_COLUMNS)
+    assert tile_shape(288, 151_665, "cuda")[1] > tile_shape(288, 151_665, "cpu")[1]
 
 
 def tiny_model(kind: str = "qwen2", seed: int = 0) -> torch.nn.Module:
@@ -169,13 +187,21 @@ FP32 = {"rtol": 1e-4, "atol": 1e-5}
 
 @pytest.mark.parametrize("beta", [0.0, 0.04], ids=["no-kl", "kl"])
 @pytest.mark.parametrize("loss_type", LOSSES)
-def test_fused_update_is_the_plain_one_for_every_loss(loss_type: str, beta: float) -> None:
+def test_fused_update_is_the_plain_one_for_every_loss(
+    loss_type: str, beta: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every loss, with and without the KL term, at temperature 1 on a model with tied embeddings (the head's
-    weight gets the gradient of both its uses) and at 0.7 on one with a head of its own."""
-    for kind, temperature in (("qwen2", 1.0), ("llama", 0.7)):
-        model = tiny_model(kind)
-        assert fused_head(model) is model.get_output_embeddings()  # the fused path is the one taken
-        assert_same_update(model, loss_type, beta, temperature, FP32)
+    weight gets the gradient of both its uses) and at 0.7 on one with a head of its own; in one tile, and in
+    tiles of 12 positions x 5 ids (the 96 ids and the ~27 scored positions both split, with remainders)."""
+    for tiles in ("one", "small"):
+        if tiles == "small":
+            monkeypatch.setitem(grpo_batching.LOGIT_TILE_BYTES, "cpu", 4 * 64)
+            monkeypatch.setattr(grpo_batching, "MIN_TILE_COLUMNS", 5)
+            assert grpo_batching.tile_shape(27, 96, "cpu") == (12, 5)
+        for kind, temperature in (("qwen2", 1.0), ("llama", 0.7)):
+            model = tiny_model(kind)
+            assert fused_head(model) is model.get_output_embeddings()  # the fused path is the one taken
+            assert_same_update(model, loss_type, beta, temperature, FP32)
 
 
 def test_fused_update_is_the_plain_one_with_lora() -> None:
