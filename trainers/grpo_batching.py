@@ -313,7 +313,8 @@ _HEADS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 def fused_head(model: Any) -> torch.nn.Linear | None:
     """``model``'s LM head (a plain ``nn.Linear``) when `ScoredHead` can stand for it, else None after one
-    line on stderr saying why. ``model`` may be wrapped (DDP's ``.module``; peft finds the head through)."""
+    line on stderr saying why. ``model`` may be wrapped (DDP's and FSDP 1's ``.module``; peft finds the head
+    through). Under FSDP the first call runs a forward (its collectives): every process makes it together."""
     inner = getattr(model, "module", model)  # DDP and FSDP hold the model as .module
     if inner in _HEADS:
         return _HEADS[inner]
@@ -326,9 +327,6 @@ def fused_head(model: Any) -> torch.nn.Linear | None:
 
 
 def _check_head(model: Any, inner: Any) -> tuple[torch.nn.Linear | None, str]:
-    kinds = {type(module).__name__ for module in model.modules()}
-    if any(kind.startswith(("FullyShardedDataParallel", "FSDP")) for kind in kinds):
-        return None, "FSDP shards the LM head's weight"
     get_head = getattr(inner, "get_output_embeddings", None)
     head = get_head() if callable(get_head) else None
     if type(head) is not torch.nn.Linear:  # a LoRA-wrapped or quantized head computes something else
@@ -349,10 +347,13 @@ def _check_head(model: Any, inner: Any) -> tuple[torch.nn.Linear | None, str]:
         seen["logits"] = output
 
     handles = [head.register_forward_pre_hook(take_input), head.register_forward_hook(take_output)]
-    ids = torch.arange(1, 5, device=head.weight.device)[None] % head.weight.shape[0]
+    ids = torch.arange(1, 5, device=head.weight.device)[None]
+    # through FSDP 1's wrapper (its forward gathers the weights; under FSDP 2 the model is its own wrapper),
+    # past DDP's (whose forward would broadcast buffers: a collective the other processes may not be in)
+    runner = model if type(model).__name__ == "FullyShardedDataParallel" else inner
     try:
         with torch.no_grad():
-            logits = inner(input_ids=ids).logits
+            logits = runner(input_ids=ids).logits
     finally:
         for handle in handles:
             handle.remove()
@@ -368,37 +369,43 @@ def token_logprobs(
     temperature, and the entropy of each of those distributions (no gradient; NaN without ``with_entropy``,
     which saves the fused head a pass over its logits), as (rows, keep) tensors.
 
-    Only sampled tokens are scored (the prompt's and the bridges' positions hold 0): the model's final hidden
-    states go through `ScoredHead`, which never holds the (rows, positions, vocabulary) logits at once. A
-    model whose head it cannot take (see `fused_head`) gets `plain_token_logprobs`, which scores every
-    kept position at once."""
+    Only sampled tokens are scored (the prompt's and the bridges' positions hold 0): inside the model's own
+    forward, the LM head computes no logits and `ScoredHead` scores the sampled tokens from its input, with its
+    weight as the forward sees it, and its result comes out as the model's ``logits``. So the weight is what
+    the model's wrappers make it there: under FSDP (1 or 2) gathered whole, and gathered again before the
+    backward reaches the head, by the hooks FSDP puts on the model's outputs; under DDP, LoRA and accelerate's
+    autocast it is the head's own. The (rows, positions, vocabulary) logits never exist at once. A model whose
+    head it cannot take (see `fused_head`) gets `plain_token_logprobs`, which scores every kept position at
+    once."""
     head = fused_head(model)
     if head is None:
         return plain_token_logprobs(model, micro, temperature)
+    rows, columns = (micro.tail("mask") > 0).nonzero(as_tuple=True)
+    positions = micro.ids.shape[1] - micro.keep + columns  # of the scored tokens
+    targets = micro.ids[rows, positions]
     seen: dict[str, torch.Tensor] = {}
 
-    def take_hidden(_: Any, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-        seen["hidden"] = args[0]
+    def keep_hidden(_: Any, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        seen["hidden"] = args[0][rows, positions - 1]  # the state before each scored token predicts it
         return (args[0][..., :0, :], *args[1:])  # the head computes no logits
 
-    handle = head.register_forward_pre_hook(take_hidden)
+    def score(module: torch.nn.Linear, _: Any, __: Any) -> torch.Tensor:
+        tile = tile_shape(len(rows), module.weight.shape[0], module.weight.device.type)
+        logps, seen["entropy"] = ScoredHead.apply(
+            seen.pop("hidden"), module.weight, module.bias, targets, max(temperature, 1e-6), tile, with_entropy
+        )
+        return logps  # the model's logits: (scored tokens,)
+
+    handles = [head.register_forward_pre_hook(keep_hidden), head.register_forward_hook(score)]
     try:
-        model(**_model_inputs(micro))  # no logits_to_keep: every position's hidden state reaches the hook
+        logps = model(**_model_inputs(micro)).logits
     finally:
-        handle.remove()
-    hidden = seen["hidden"]
-    width = micro.ids.shape[1]
-    rows, columns = (micro.tail("mask") > 0).nonzero(as_tuple=True)
-    positions = width - micro.keep + columns  # of the scored tokens; the state before each predicts it
-    tile = tile_shape(len(rows), head.weight.shape[0], hidden.device.type)
-    scored = hidden[rows, positions - 1]
-    logps, entropy = ScoredHead.apply(
-        scored, head.weight, head.bias, micro.ids[rows, positions], max(temperature, 1e-6), tile, with_entropy
-    )
+        for handle in handles:
+            handle.remove()
     shape = (len(micro.rows), micro.keep)
     return (
         logps.new_zeros(shape).index_put((rows, columns), logps),
-        entropy.new_zeros(shape).index_put((rows, columns), entropy),
+        seen["entropy"].new_zeros(shape).index_put((rows, columns), seen["entropy"]),
     )
 
 

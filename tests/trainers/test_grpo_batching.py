@@ -5,6 +5,11 @@ entropy, losses and gradients of every parameter."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import grpo
 import grpo_batching
 import pytest
@@ -23,6 +28,8 @@ from grpo_batching import (
 )
 from grpo_config import LOSS_DEFAULTS, LOSSES
 from torch.testing import assert_close
+
+from tests.conftest import REPO_ROOT
 
 
 def test_pack_microbatches_respects_the_padded_budget() -> None:
@@ -224,6 +231,54 @@ def test_fused_update_under_bf16_autocast() -> None:
     model = tiny_model("qwen2")
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert_same_update(model, "grpo", 0.04, 0.7, {"rtol": 3e-2, "atol": 3e-2})
+
+
+def rows_of_process(rank: int) -> list[Row]:
+    """Process ``rank``'s share of `trajectory_rows` in tests/trainers/fsdp_check.py: two rows, then one."""
+    return trajectory_rows()[:2] if rank == 0 else trajectory_rows()[2:]
+
+
+def coefficients_of(micro: MicroBatch) -> torch.Tensor:
+    """Seeded per-token weights of a loss linear in the log-probabilities (0 where nothing was sampled)."""
+    generator = torch.Generator().manual_seed(5)
+    return torch.randn((len(micro.rows), micro.keep), generator=generator) * micro.tail("mask")
+
+
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_fused_head_under_fsdp_is_the_plain_one_on_one_process(version: str, tmp_path: Path) -> None:
+    """FSDP 1 and 2 on two processes (gloo, CPU; tests/trainers/fsdp_check.py): the fused head is taken,
+    computes inside the model's forward with the weight FSDP gathered there, and gets its weight's gradient
+    in the backward after FSDP gathers it again: the log-probabilities, entropy and every whole gradient
+    are those of the plain path on one process with both micro-batches (FSDP's gradient is their mean)."""
+    pytest.importorskip("transformers")
+    out = tmp_path / "fsdp.pt"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+               str(REPO_ROOT / "tests" / "trainers" / "fsdp_check.py"), version, str(out)]  # fmt: skip
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    results = torch.load(out, weights_only=False)
+    for kind, temperature in (("qwen2", 1.0), ("llama", 0.7)):
+        result = results[kind]
+        assert result["taken"], kind  # the fused path, not the plain one
+        model = tiny_model(kind)
+        total = torch.zeros(())
+        for rank in (0, 1):
+            micro = MicroBatch(rows_of_process(rank), "cpu")
+            logps, entropy = plain_token_logprobs(model, micro, temperature)
+            mask = micro.tail("mask")
+            fused_logps, fused_entropy, old = result["each"][rank]
+            assert_close(fused_logps, logps.detach() * mask, **FP32)
+            assert_close(old, fused_logps, **FP32)
+            assert_close(fused_entropy, entropy * mask, **FP32)
+            total = total + (logps * coefficients_of(micro)).sum()
+        model.zero_grad(set_to_none=True)
+        (total / 2).backward()
+        plain = {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+        assert result["grads"].keys() == plain.keys(), kind
+        for name, gradient in plain.items():
+            scale = float(gradient.abs().max()) or 1.0
+            assert_close(result["grads"][name] / scale, gradient / scale, **FP32, msg=f"{kind} {name}")
 
 
 def test_a_head_it_cannot_take_goes_the_plain_way(capsys: pytest.CaptureFixture[str]) -> None:
