@@ -63,16 +63,33 @@ def rows_of(rollout: Rollout, advantages: torch.Tensor) -> list[Row]:
     return rows
 
 
-def pack_microbatches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
+def pack_microbatches(
+    lengths: Sequence[int], max_tokens: int, scored: Sequence[int] | None = None, max_scored: int = 0
+) -> list[list[int]]:
     """Indices grouped so that each group's padded size (its longest length x its count) stays within
-    ``max_tokens`` (a longer sequence gets a group of its own). Longest first, so padding stays small."""
+    ``max_tokens``, and, with ``max_scored``, its scored positions (``scored``: the sampled tokens of each)
+    within that too; a sequence over either budget alone gets a group of its own. Longest first, so padding
+    stays small.
+
+    The padded budget is the one that always holds: the model's body runs over every padded token, so its
+    activations (for a 7B model, megabytes per token) grow with it. The scored budget is the issue's: it
+    bounds the logits, which the plain path (`plain_token_logprobs`: a head FSDP wraps alone, a LoRA'd or
+    softcapped head) holds for every scored position at once; the fused head holds one tile whatever the
+    micro-batch, so there it bounds nothing and is off by default (0)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     packed: list[list[int]] = []
+    in_group = 0  # scored positions in the last group
     for index in order:
-        if packed and lengths[packed[-1][0]] * (len(packed[-1]) + 1) <= max_tokens:
+        count = scored[index] if scored is not None else 0
+        fits = bool(packed) and lengths[packed[-1][0]] * (len(packed[-1]) + 1) <= max_tokens
+        if fits and max_scored and in_group + count > max_scored:
+            fits = False
+        if fits:
             packed[-1].append(index)
+            in_group += count
         else:
             packed.append([index])
+            in_group = count
     return packed
 
 
@@ -370,13 +387,13 @@ def token_logprobs(
     which saves the fused head a pass over its logits), as (rows, keep) tensors.
 
     Only sampled tokens are scored (the prompt's and the bridges' positions hold 0): inside the model's own
-    forward, the LM head computes no logits and `ScoredHead` scores the sampled tokens from its input, with its
-    weight as the forward sees it, and its result comes out as the model's ``logits``. So the weight is what
-    the model's wrappers make it there: under FSDP (1 or 2) gathered whole, and gathered again before the
-    backward reaches the head, by the hooks FSDP puts on the model's outputs; under DDP, LoRA and accelerate's
-    autocast it is the head's own. The (rows, positions, vocabulary) logits never exist at once. A model whose
-    head it cannot take (see `fused_head`) gets `plain_token_logprobs`, which scores every kept position at
-    once."""
+    forward, the LM head computes no logits and `ScoredHead` scores the sampled tokens from its input, with
+    its weight as the forward sees it, and its result comes out as the model's ``logits``. So the weight is
+    what the model's wrappers make it there: under FSDP (1 or 2) gathered whole, and gathered again before
+    the backward reaches the head, by the hooks FSDP puts on the model's outputs; under DDP, LoRA and
+    accelerate's autocast, the head's own. The (rows, positions, vocabulary) logits never exist at once. A
+    model whose head it cannot take (see `fused_head`) gets `plain_token_logprobs`, which scores every kept
+    position at once."""
     head = fused_head(model)
     if head is None:
         return plain_token_logprobs(model, micro, temperature)
@@ -390,9 +407,10 @@ def token_logprobs(
         return (args[0][..., :0, :], *args[1:])  # the head computes no logits
 
     def score(module: torch.nn.Linear, _: Any, __: Any) -> torch.Tensor:
-        tile = tile_shape(len(rows), module.weight.shape[0], module.weight.device.type)
+        weight, hidden = module.weight, seen.pop("hidden")
+        tile = tile_shape(len(rows), weight.shape[0], weight.device.type)
         logps, seen["entropy"] = ScoredHead.apply(
-            seen.pop("hidden"), module.weight, module.bias, targets, max(temperature, 1e-6), tile, with_entropy
+            hidden, weight, module.bias, targets, max(temperature, 1e-6), tile, with_entropy
         )
         return logps  # the model's logits: (scored tokens,)
 
@@ -440,9 +458,13 @@ def plain_token_logprobs(
 def forward_each(
     model: Any, rows: list[Row], packed: list[list[int]], attr: str, temperature: float, device: Any
 ) -> None:
-    """Set ``attr`` of every row to its log-probabilities under ``model``, without gradients."""
+    """Set ``attr`` of every row to its log-probabilities under ``model``, without gradients (an empty
+    micro-batch: a forward all the same, of two tokens, which other processes under FSDP take part in)."""
     model.eval()
     with torch.no_grad():
-        for indices in filter(None, packed):
+        for indices in packed:
+            if not indices:
+                model(input_ids=torch.zeros((1, 2), dtype=torch.long, device=device))
+                continue
             micro = MicroBatch([rows[i] for i in indices], device)
             micro.store(attr, token_logprobs(model, micro, temperature, with_entropy=False)[0])

@@ -5,6 +5,7 @@ entropy, losses and gradients of every parameter."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import grpo
 import grpo_batching
+import grpo_setup
 import pytest
 import torch
 from grpo_batching import (
@@ -39,6 +41,19 @@ def test_pack_microbatches_respects_the_padded_budget() -> None:
     for indices in packed:
         assert len(indices) == 1 or max(lengths[i] for i in indices) * len(indices) <= 200
     assert [4] in packed  # longer than the budget: alone
+
+
+def test_pack_microbatches_within_a_scored_budget_too() -> None:
+    """With ``max_scored``, a group also holds at most that many scored positions; the padded budget still
+    holds; a row over the scored budget alone is a group of its own; 0 is no scored limit."""
+    lengths, scored = [100, 90, 80, 70, 60, 50], [40, 10, 30, 25, 5, 70]
+    assert pack_microbatches(lengths, 1000) == [[0, 1, 2, 3, 4, 5]]
+    assert pack_microbatches(lengths, 1000, scored, 0) == [[0, 1, 2, 3, 4, 5]]
+    packed = pack_microbatches(lengths, 1000, scored, 60)
+    assert packed == [[0, 1], [2, 3, 4], [5]]  # 50, 60, then 70 alone: over 60 by itself
+    for indices in packed:
+        assert len(indices) == 1 or sum(scored[i] for i in indices) <= 60
+    assert pack_microbatches(lengths, 200, scored, 60) == [[0, 1], [2, 3], [4], [5]]  # both budgets hold
 
 
 def row(ids: list[int], sampled_from: int) -> Row:
@@ -249,7 +264,9 @@ def test_fused_head_under_fsdp_is_the_plain_one_on_one_process(version: str, tmp
     """FSDP 1 and 2 on two processes (gloo, CPU; tests/trainers/fsdp_check.py): the fused head is taken,
     computes inside the model's forward with the weight FSDP gathered there, and gets its weight's gradient
     in the backward after FSDP gathers it again: the log-probabilities, entropy and every whole gradient
-    are those of the plain path on one process with both micro-batches (FSDP's gradient is their mean)."""
+    are those of the plain path on one process with both micro-batches (FSDP's gradient is their mean).
+    Then `grpo.update` under FSDP gives the weights of one process. About 80 s each on 2 loaded cores: two
+    processes that import torch, transformers and accelerate."""
     pytest.importorskip("transformers")
     out = tmp_path / "fsdp.pt"
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
@@ -279,6 +296,44 @@ def test_fused_head_under_fsdp_is_the_plain_one_on_one_process(version: str, tmp
         for name, gradient in plain.items():
             scale = float(gradient.abs().max()) or 1.0
             assert_close(result["grads"][name] / scale, gradient / scale, **FP32, msg=f"{kind} {name}")
+    # grpo.update under FSDP, process 0 with two micro-batches and process 1 with one: the weights of one
+    # process's update over all three rows
+    from tests.trainers.fsdp_check import UPDATE_FLAGS
+
+    model = tiny_model("qwen2")
+    initial = {name: p.detach().clone() for name, p in model.named_parameters()}
+    args = grpo.parse_args(UPDATE_FLAGS)
+    optimizer, scheduler = grpo_setup.make_optimizer(args, model)
+    rows = trajectory_rows()
+    budget = max(int(row.mask.sum()) for row in rows)
+    grpo.update(args, OneProcess(), model, None, optimizer, scheduler, rows, budget)
+    moved = max(float((p.detach() - initial[name]).abs().max()) for name, p in model.named_parameters())
+    assert moved > 1e-4  # the step changed the weights
+    assert results["update"].keys() == dict(model.named_parameters()).keys()
+    for name, parameter in model.named_parameters():
+        assert_close(results["update"][name], parameter.detach(), atol=1e-5, rtol=1e-4, msg=name)
+
+
+class OneProcess:
+    """What `grpo.update` asks of accelerate's ``Accelerator``, for one process without it."""
+
+    device = torch.device("cpu")
+    num_processes = 1
+
+    def reduce(self, tensor: torch.Tensor, reduction: str) -> torch.Tensor:
+        return tensor
+
+    def gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    def no_sync(self, model: object) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def backward(self, loss: torch.Tensor) -> None:
+        loss.backward()
+
+    def clip_grad_norm_(self, parameters: object, max_norm: float) -> torch.Tensor:
+        return torch.nn.utils.clip_grad_norm_(parameters, max_norm)  # type: ignore[arg-type]
 
 
 def test_a_head_it_cannot_take_goes_the_plain_way(capsys: pytest.CaptureFixture[str]) -> None:
