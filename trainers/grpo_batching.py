@@ -124,10 +124,12 @@ def _left_padded(values: list[torch.Tensor], width: int) -> torch.Tensor:
 
 
 # --- the log-probabilities: the LM head fused with the log-softmax, a tile of logits at a time --------------
-LOGIT_TILE_BYTES = {"cpu": 1 << 20, "cuda": 1 << 27}
-"""How many bytes of fp32 logits the fused head computes at once, by device type (others: cuda's). On a CPU a
-tile and its block of the weight stay in the core's L2 cache (2 MB on the machines measured), so the passes
-over it after the product cost little; on a GPU a tile must be large enough to fill the device."""
+LOGIT_TILE_BYTES = {"cpu": 1 << 24, "cuda": 1 << 27}
+"""How many bytes of fp32 logits the fused head computes at once, by device type (others: cuda's): 16 MB on a
+CPU, 128 MB on a GPU (large enough to fill it). On one CPU thread, tiles of 1 to 16 MB cost the same (the
+passes over a tile stay in cache; the reused buffer is what counts), but every torch call on a tile ends at an
+OpenMP barrier where the threads wait for each other: with two threads on a loaded machine, 1 MB tiles made
+the head 5x slower in CPU time, their ~2,700 calls per micro-batch each waiting for a descheduled thread."""
 MIN_TILE_COLUMNS = 512
 """The narrowest block of the vocabulary a tile takes (narrower, and each tile's handful of calls costs more
 than its arithmetic): where the scored positions times this exceed the budget, the positions are split."""
