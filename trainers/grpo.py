@@ -67,7 +67,15 @@ from gym_swe.rollout.trajectory import Trajectory
 
 # isort: split
 import grpo_setup as setup  # the modules beside this one, by name (a script's directory is on the path)
-from grpo_batching import MicroBatch, Row, forward_each, pack_microbatches, rows_of, token_logprobs
+from grpo_batching import (
+    MicroBatch,
+    Row,
+    forward_each,
+    fused_head,
+    pack_microbatches,
+    rows_of,
+    token_logprobs,
+)
 from grpo_config import LOSSES, Args, parse_args  # noqa: F401  (grpo.parse_args: for scripts driving main)
 from grpo_run_dir import RunDirectory, run_directory, trajectory_metrics
 
@@ -297,7 +305,19 @@ def update(
     device = accelerator.device
     local = torch.tensor([float(sum(r.mask.sum() for r in rows)), float(len(rows))], device=device)
     total_tokens, total_sequences = accelerator.reduce(local, reduction="sum").tolist()
-    packed = pack_microbatches([len(r.ids) for r in rows], args.max_tokens_per_microbatch) or [[]]
+    packed = pack_microbatches(
+        [len(r.ids) for r in rows],
+        args.max_tokens_per_microbatch,
+        [int(r.mask.sum()) for r in rows],
+        args.max_scored_per_microbatch,
+    ) or [[]]
+    if accelerator.num_processes > 1:  # as many micro-batches on every process: under FSDP each forward and
+        # backward gathers and scatters the weights with all of them at once (the short ones pad with empty
+        # micro-batches); for the same reason every process decides the fused head together, here
+        most = int(accelerator.gather(torch.tensor([len(packed)], device=device)).max())
+        packed += [[] for _ in range(most - len(packed))]
+        for each in (model, ref_model) if args.beta > 0 else (model,):
+            fused_head(each)
     if args.recompute_old_logps:
         forward_each(model, rows, packed, "old_logps", args.temperature, device)
     if args.beta > 0:

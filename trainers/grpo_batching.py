@@ -63,16 +63,33 @@ def rows_of(rollout: Rollout, advantages: torch.Tensor) -> list[Row]:
     return rows
 
 
-def pack_microbatches(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
+def pack_microbatches(
+    lengths: Sequence[int], max_tokens: int, scored: Sequence[int] | None = None, max_scored: int = 0
+) -> list[list[int]]:
     """Indices grouped so that each group's padded size (its longest length x its count) stays within
-    ``max_tokens`` (a longer sequence gets a group of its own). Longest first, so padding stays small."""
+    ``max_tokens``, and, with ``max_scored``, its scored positions (``scored``: the sampled tokens of each)
+    within that too; a sequence over either budget alone gets a group of its own. Longest first, so padding
+    stays small.
+
+    The padded budget is the one that always holds: the model's body runs over every padded token, so its
+    activations (for a 7B model, megabytes per token) grow with it. The scored budget is the issue's: it
+    bounds the logits, which the plain path (`plain_token_logprobs`: a head FSDP wraps alone, a LoRA'd or
+    softcapped head) holds for every scored position at once; the fused head holds one tile whatever the
+    micro-batch, so there it bounds nothing and is off by default (0)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     packed: list[list[int]] = []
+    in_group = 0  # scored positions in the last group
     for index in order:
-        if packed and lengths[packed[-1][0]] * (len(packed[-1]) + 1) <= max_tokens:
+        count = scored[index] if scored is not None else 0
+        fits = bool(packed) and lengths[packed[-1][0]] * (len(packed[-1]) + 1) <= max_tokens
+        if fits and max_scored and in_group + count > max_scored:
+            fits = False
+        if fits:
             packed[-1].append(index)
+            in_group += count
         else:
             packed.append([index])
+            in_group = count
     return packed
 
 
@@ -106,21 +123,44 @@ def _left_padded(values: list[torch.Tensor], width: int) -> torch.Tensor:
     return torch.stack([F.pad(value, (width - len(value), 0)) for value in values])
 
 
-# --- the log-probabilities: the LM head fused with the log-softmax, a chunk of positions at a time ---------
-LOGIT_CHUNK_ELEMENTS = 1 << 23
-"""How many logits (positions x vocabulary) the fused head computes at once: 32 MB in fp32, 55 positions of
-a 151,665-id vocabulary (the forward holds two such buffers, the backward one)."""
+# --- the log-probabilities: the LM head fused with the log-softmax, a tile of logits at a time --------------
+LOGIT_TILE_BYTES = {"cpu": 1 << 24, "cuda": 1 << 27}
+"""How many bytes of fp32 logits the fused head computes at once, by device type (others: cuda's): 16 MB on a
+CPU, 128 MB on a GPU (large enough to fill it). On one CPU thread, tiles of 1 to 16 MB cost the same (the
+passes over a tile stay in cache; the reused buffer is what counts), but every torch call on a tile ends at an
+OpenMP barrier where the threads wait for each other: with two threads on a loaded machine, 1 MB tiles made
+the head 5x slower in CPU time, their ~2,700 calls per micro-batch each waiting for a descheduled thread."""
+MIN_TILE_COLUMNS = 512
+"""The narrowest block of the vocabulary a tile takes (narrower, and each tile's handful of calls costs more
+than its arithmetic): where the scored positions times this exceed the budget, the positions are split."""
+
+
+def tile_shape(positions: int, vocabulary: int, device_type: str) -> tuple[int, int]:
+    """(positions, vocabulary ids) of one tile of logits within ``LOGIT_TILE_BYTES``: every position in one
+    tile where the budget allows it, so that the weight's gradient is written once per vocabulary block."""
+    elements = LOGIT_TILE_BYTES.get(device_type, LOGIT_TILE_BYTES["cuda"]) // 4
+    columns = min(vocabulary, max(MIN_TILE_COLUMNS, elements // max(positions, 1)))
+    return max(1, min(positions, elements // columns)), columns
 
 
 class ScoredHead(torch.autograd.Function):
     """log p(target) and the entropy at N positions, from their final hidden states (N, H) and the LM head's
-    weight (V, H) and bias, a chunk of positions at a time: the (N, V) logits never exist at once.
+    weight (V, H) and bias, one tile of (positions, vocabulary ids) at a time, as flash attention goes through
+    its keys: the (N, V) logits never exist at once, only one tile's, reduced while it is in cache (each row's
+    logsumexp kept online across the vocabulary's blocks), in one buffer that every tile reuses.
 
-    Each chunk's logits are computed in fp32 (in the weight's dtype where it is bf16/fp16: a fp32 copy of a
-    low-precision head would cost more than its logits), divided by the temperature unless it is 1, then
-    reduced to a logsumexp, the chosen id's log-probability and the entropy. The backward recomputes them and
-    forms d logp / d logits = (onehot - softmax) / temperature, scaled by the incoming gradient, and from it
-    the gradients of the hidden states, the weight and the bias. The entropy carries no gradient."""
+    The logits are computed in fp32 (in the weight's dtype where it is bf16/fp16, then widened: a fp32 copy of
+    a low-precision head would cost more than its logits), at the temperature (folded into the hidden states
+    and the bias: no pass over the logits divides them, none at all at 1). The chosen id's logit is the dot of
+    its hidden state with its weight row, not read from the tiles. The entropy (no gradient) costs one more
+    pass over each tile, skipped when not asked for (NaN then).
+
+    The backward recomputes each tile's logits once and takes its softmax in place. The gradient of log p(t)
+    with respect to the logits is g (onehot(t) - softmax) for the incoming gradient g (at the temperature's
+    logits), so the onehot's part is a row of the weight per position (the hidden states' gradient) and a row
+    added per target (the weight's), and the softmax's part is two products per tile, p @ W_block and
+    p^T @ (hidden x g), with the scale g on the small hidden states rather than on the tile: four products of
+    the logits' size in all (one forward, three backward) and two cheap passes over each tile in each."""
 
     @staticmethod
     def forward(  # type: ignore[override]
@@ -130,62 +170,86 @@ class ScoredHead(torch.autograd.Function):
         bias: torch.Tensor | None,
         targets: torch.Tensor,
         temperature: float,
-        chunk: int,
+        tile: tuple[int, int],
+        with_entropy: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         ctx.hidden_dtype = hidden.dtype
-        hidden = hidden.to(weight.dtype)
-        logps = torch.empty(len(hidden), dtype=_wide(weight), device=hidden.device)
-        entropy, normaliser = torch.empty_like(logps), torch.empty_like(logps)
+        wide = _wide(weight)
+        hidden, bias = _at_temperature(hidden.to(weight.dtype), bias, temperature)
+        count, (rows, columns) = len(hidden), tile
+        blocks = range(0, weight.shape[0], columns)
+        # per (vocabulary block, position): the block's largest logit, its sum of exp(logit - that) and, for
+        # the entropy, its sum of (logit - that) x exp(logit - that)
+        peaks = torch.empty((len(blocks), count), dtype=wide, device=hidden.device)
+        sums, products = torch.empty_like(peaks), torch.empty_like(peaks)
+        buffers = _TileBuffers(rows * min(columns, weight.shape[0]), weight, 2)
         with torch.autocast(hidden.device.type, enabled=False):
-            for start in range(0, len(hidden), chunk):
-                end = start + chunk
-                shifted = _chunk_logits(hidden[start:end], weight, bias, temperature)
-                peak = shifted.amax(dim=-1)
-                shifted -= peak[:, None]  # in place: each pass over the chunk's logits counts
-                exps = shifted.exp()
-                total = exps.sum(dim=-1)
-                log_total = total.log()
-                normaliser[start:end] = peak + log_total  # the logsumexp
-                logps[start:end] = shifted.gather(1, targets[start:end, None])[:, 0] - log_total
-                # entropy = logsumexp - sum_v p_v z_v (the shifted logits are not needed after this: in place)
-                entropy[start:end] = log_total - shifted.mul_(exps).sum(dim=-1) / total
+            for block, first in enumerate(blocks):
+                part_weight = weight[first : first + columns]
+                part_bias = None if bias is None else bias[first : first + columns]
+                for start in range(0, count, rows):
+                    end = min(start + rows, count)
+                    logits = buffers.logits(hidden[start:end], part_weight, part_bias)
+                    peak = torch.amax(logits, dim=-1, out=peaks[block, start:end])
+                    logits -= peak[:, None]
+                    exp = torch.exp(logits, out=buffers.wide[1][: logits.numel()].view(logits.shape))
+                    torch.sum(exp, dim=-1, out=sums[block, start:end])
+                    if with_entropy:
+                        torch.sum(logits.mul_(exp), dim=-1, out=products[block, start:end])
+            peak = peaks.amax(dim=0)
+            scale = (peaks - peak).exp_()  # each block's sums to the row's largest logit
+            total = (sums * scale).sum(dim=0)
+            log_total = total.log()
+            normaliser = peak + log_total  # the logsumexp
+            logps = _chosen_logits(hidden, weight, bias, targets).to(wide) - normaliser
+            if with_entropy:  # logsumexp - sum_v p_v z_v, z shifted by the row's largest logit
+                shifted = (products + (peaks - peak) * sums) * scale
+                entropy = log_total - shifted.sum(dim=0) / total
+            else:
+                entropy = torch.full_like(logps, float("nan"))
         ctx.save_for_backward(hidden, weight, bias, targets, normaliser)
-        ctx.temperature, ctx.chunk = temperature, chunk
+        ctx.temperature, ctx.tile = temperature, tile
         ctx.mark_non_differentiable(entropy)
         return logps, entropy
 
     @staticmethod
     def backward(ctx: Any, grad_logps: torch.Tensor, _: torch.Tensor) -> tuple[Any, ...]:  # type: ignore[override]
-        hidden, weight, bias, targets, normaliser = ctx.saved_tensors
-        temperature, chunk = ctx.temperature, ctx.chunk
+        hidden, weight, bias, targets, normaliser = ctx.saved_tensors  # hidden and bias at the temperature
         want_hidden, want_weight, want_bias = ctx.needs_input_grad[:3]
-        grad_hidden = torch.empty_like(hidden) if want_hidden else None
-        wide = _wide(weight)  # sums over the chunks: in fp32 at least
-        grad_weight = torch.zeros(weight.shape, dtype=wide, device=weight.device) if want_weight else None
-        grad_bias = torch.zeros(weight.shape[0], dtype=wide, device=weight.device) if want_bias else None
-        rows = torch.arange(min(chunk, len(hidden)), device=hidden.device)
+        wide, (rows, columns), count = _wide(weight), ctx.tile, len(hidden)
+        # g: d loss / d log p. The softmax's part of the gradient: the hidden states get -g x E_p[W] / T (the
+        # expectation summed over the blocks), the weight's block -p^T @ (hidden x g) (hidden already / T)
+        grad = grad_logps.to(wide)
+        expected = torch.zeros(hidden.shape, dtype=wide, device=hidden.device) if want_hidden else None
+        scaled = hidden.to(wide) * grad[:, None]
+        negated = (-scaled).to(weight.dtype)  # the sign here, not in a pass over the (V, H) gradient
+        grad_weight = torch.empty(weight.shape, dtype=wide, device=weight.device) if want_weight else None
+        grad_bias = torch.empty(weight.shape[0], dtype=wide, device=weight.device) if want_bias else None
+        buffers = _TileBuffers(rows * min(columns, weight.shape[0]), weight, 1)
         with torch.autocast(hidden.device.type, enabled=False):
-            for start in range(0, len(hidden), chunk):
-                end = start + chunk
-                part = hidden[start:end]
-                grad = grad_logps[start:end].to(wide)
-                logits = _chunk_logits(part, weight, bias, temperature)
-                # d logp / d logits = onehot - softmax, scaled by the incoming gradient (in place: no copies)
-                softmax = logits.sub_(normaliser[start:end, None]).exp_()
-                dlogits = softmax.mul_(-grad[:, None])
-                dlogits[rows[: len(part)], targets[start:end]] += grad
-                if temperature != 1.0:
-                    dlogits /= temperature
-                if grad_bias is not None:
-                    grad_bias += dlogits.sum(dim=0)
-                dlogits = dlogits.to(weight.dtype)
-                if grad_hidden is not None:
-                    grad_hidden[start:end] = dlogits @ weight
-                if grad_weight is not None:
-                    if weight.dtype == wide:
-                        grad_weight.addmm_(dlogits.t(), part)
-                    else:  # a bf16/fp16 head: each chunk's product summed in fp32
-                        grad_weight += (dlogits.t() @ part).to(wide)
+            for first in range(0, weight.shape[0], columns):
+                last = first + columns
+                part_weight = weight[first:last]
+                part_bias = None if bias is None else bias[first:last]
+                for start in range(0, count, rows):
+                    end = min(start + rows, count)
+                    logits = buffers.logits(hidden[start:end], part_weight, part_bias)
+                    softmax = logits.sub_(normaliser[start:end, None]).exp_()  # in place
+                    low = buffers.narrow(softmax)  # itself where the weight is fp32
+                    if expected is not None:
+                        _product_into(expected[start:end], low, part_weight, accumulate=True)
+                    if grad_weight is not None:
+                        _product_into(grad_weight[first:last], low.t(), negated[start:end], start > 0)
+                    if grad_bias is not None:
+                        _product_into(grad_bias[first:last], softmax.t(), -grad[start:end], start > 0)
+            # onehot - softmax: the target's row less the softmax's expectation; the targets' rows added
+            grad_hidden = None
+            if expected is not None:
+                grad_hidden = (weight[targets].to(wide) - expected) * (grad / ctx.temperature)[:, None]
+            if grad_weight is not None:
+                grad_weight.index_add_(0, targets, scaled)
+            if grad_bias is not None:
+                grad_bias.index_add_(0, targets, grad).div_(ctx.temperature)
         return (
             None if grad_hidden is None else grad_hidden.to(ctx.hidden_dtype),
             None if grad_weight is None else grad_weight.to(weight.dtype),
@@ -193,7 +257,50 @@ class ScoredHead(torch.autograd.Function):
             None,
             None,
             None,
+            None,
         )
+
+
+class _TileBuffers:
+    """The buffers `ScoredHead` reuses for every tile (a fresh one per tile would cost its allocation and, on
+    a CPU, its pages' first touch, more than the passes over it): ``count`` fp32 (or wider) logits each, and
+    one in the weight's dtype where that is narrower."""
+
+    def __init__(self, size: int, weight: torch.Tensor, count: int) -> None:
+        self.weight_dtype, wide = weight.dtype, _wide(weight)
+        self.wide = [torch.empty(size, dtype=wide, device=weight.device) for _ in range(count)]
+        narrow = wide != weight.dtype
+        self.low = torch.empty(size, dtype=weight.dtype, device=weight.device) if narrow else None
+
+    def logits(self, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        """hidden @ weight.T + bias, widened, in the first buffer."""
+        shape = (len(hidden), len(weight))
+        logits = self.wide[0][: shape[0] * shape[1]].view(shape)
+        out = logits if self.low is None else self.low[: logits.numel()].view(shape)
+        if bias is None:
+            torch.mm(hidden, weight.t(), out=out)
+        else:
+            torch.addmm(bias, hidden, weight.t(), out=out)
+        return logits if self.low is None else logits.copy_(out)
+
+    def narrow(self, values: torch.Tensor) -> torch.Tensor:
+        """``values`` in the weight's dtype (themselves where that is not narrower), in the narrow buffer."""
+        if self.low is None:
+            return values
+        return self.low[: values.numel()].view(values.shape).copy_(values)
+
+
+def _product_into(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, accumulate: bool) -> None:
+    """out (+)= a @ b, written in place (out may be wider than a and b: bf16 products summed in fp32)."""
+    if out.dtype == a.dtype:
+        if accumulate:
+            out.addmm_(a, b) if b.dim() == 2 else out.addmv_(a, b)
+        else:
+            torch.mm(a, b, out=out) if b.dim() == 2 else torch.mv(a, b, out=out)
+    elif accumulate:
+        out += a @ b
+    else:
+        out.copy_(a @ b)
 
 
 def _wide(weight: torch.Tensor) -> torch.dtype:
@@ -201,13 +308,22 @@ def _wide(weight: torch.Tensor) -> torch.dtype:
     return torch.promote_types(weight.dtype, torch.float32)
 
 
-def _chunk_logits(
-    hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, temperature: float
+def _at_temperature(
+    hidden: torch.Tensor, bias: torch.Tensor | None, temperature: float
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The hidden states and bias whose logits are the head's divided by ``temperature`` (at 1: the same)."""
+    if temperature == 1.0:
+        return hidden, bias
+    return hidden / temperature, None if bias is None else bias / temperature
+
+
+def _chosen_logits(
+    hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor
 ) -> torch.Tensor:
-    logits = F.linear(hidden, weight, bias).to(_wide(weight))
-    if temperature != 1.0:  # at 1, no division at all
-        logits /= temperature
-    return logits
+    """Each position's logit of its target: its hidden state's dot with the target's row of the weight."""
+    rows = weight[targets]
+    logits = torch.bmm(rows[:, None, :], hidden[:, :, None]).view(-1)
+    return logits if bias is None else logits + bias[targets]
 
 
 _HEADS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -216,7 +332,8 @@ _HEADS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 def fused_head(model: Any) -> torch.nn.Linear | None:
     """``model``'s LM head (a plain ``nn.Linear``) when `ScoredHead` can stand for it, else None after one
-    line on stderr saying why. ``model`` may be wrapped (DDP's ``.module``; peft finds the head through)."""
+    line on stderr saying why. ``model`` may be wrapped (DDP's and FSDP 1's ``.module``; peft finds the head
+    through). Under FSDP the first call runs a forward (its collectives): every process makes it together."""
     inner = getattr(model, "module", model)  # DDP and FSDP hold the model as .module
     if inner in _HEADS:
         return _HEADS[inner]
@@ -229,9 +346,6 @@ def fused_head(model: Any) -> torch.nn.Linear | None:
 
 
 def _check_head(model: Any, inner: Any) -> tuple[torch.nn.Linear | None, str]:
-    kinds = {type(module).__name__ for module in model.modules()}
-    if any(kind.startswith(("FullyShardedDataParallel", "FSDP")) for kind in kinds):
-        return None, "FSDP shards the LM head's weight"
     get_head = getattr(inner, "get_output_embeddings", None)
     head = get_head() if callable(get_head) else None
     if type(head) is not torch.nn.Linear:  # a LoRA-wrapped or quantized head computes something else
@@ -252,10 +366,13 @@ def _check_head(model: Any, inner: Any) -> tuple[torch.nn.Linear | None, str]:
         seen["logits"] = output
 
     handles = [head.register_forward_pre_hook(take_input), head.register_forward_hook(take_output)]
-    ids = torch.arange(1, 5, device=head.weight.device)[None] % head.weight.shape[0]
+    ids = torch.arange(1, 5, device=head.weight.device)[None]
+    # through FSDP 1's wrapper (its forward gathers the weights; under FSDP 2 the model is its own wrapper),
+    # past DDP's (whose forward would broadcast buffers: a collective the other processes may not be in)
+    runner = model if type(model).__name__ == "FullyShardedDataParallel" else inner
     try:
         with torch.no_grad():
-            logits = inner(input_ids=ids).logits
+            logits = runner(input_ids=ids).logits
     finally:
         for handle in handles:
             handle.remove()
@@ -264,41 +381,51 @@ def _check_head(model: Any, inner: Any) -> tuple[torch.nn.Linear | None, str]:
     return head, ""
 
 
-def token_logprobs(model: Any, micro: MicroBatch, temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
+def token_logprobs(
+    model: Any, micro: MicroBatch, temperature: float, with_entropy: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
     """log p(token | the tokens before it) over ``micro``'s last ``keep`` positions, at the sampling
-    temperature, and the entropy of each of those distributions (no gradient), as (rows, keep) tensors.
+    temperature, and the entropy of each of those distributions (no gradient; NaN without ``with_entropy``,
+    which saves the fused head a pass over its logits), as (rows, keep) tensors.
 
-    Only sampled tokens are scored (the prompt's and the bridges' positions hold 0): the model's final hidden
-    states go through `ScoredHead`, which never holds the (rows, positions, vocabulary) logits at once. A
-    model whose head it cannot take (see `fused_head`) gets `plain_token_logprobs`, which scores every
-    kept position at once."""
+    Only sampled tokens are scored (the prompt's and the bridges' positions hold 0): inside the model's own
+    forward, the LM head computes no logits and `ScoredHead` scores the sampled tokens from its input, with
+    its weight as the forward sees it, and its result comes out as the model's ``logits``. So the weight is
+    what the model's wrappers make it there: under FSDP (1 or 2) gathered whole, and gathered again before
+    the backward reaches the head, by the hooks FSDP puts on the model's outputs; under DDP, LoRA and
+    accelerate's autocast, the head's own. The (rows, positions, vocabulary) logits never exist at once. A
+    model whose head it cannot take (see `fused_head`) gets `plain_token_logprobs`, which scores every kept
+    position at once."""
     head = fused_head(model)
     if head is None:
         return plain_token_logprobs(model, micro, temperature)
+    rows, columns = (micro.tail("mask") > 0).nonzero(as_tuple=True)
+    positions = micro.ids.shape[1] - micro.keep + columns  # of the scored tokens
+    targets = micro.ids[rows, positions]
     seen: dict[str, torch.Tensor] = {}
 
-    def take_hidden(_: Any, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
-        seen["hidden"] = args[0]
+    def keep_hidden(_: Any, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        seen["hidden"] = args[0][rows, positions - 1]  # the state before each scored token predicts it
         return (args[0][..., :0, :], *args[1:])  # the head computes no logits
 
-    handle = head.register_forward_pre_hook(take_hidden)
+    def score(module: torch.nn.Linear, _: Any, __: Any) -> torch.Tensor:
+        weight, hidden = module.weight, seen.pop("hidden")
+        tile = tile_shape(len(rows), weight.shape[0], weight.device.type)
+        logps, seen["entropy"] = ScoredHead.apply(
+            hidden, weight, module.bias, targets, max(temperature, 1e-6), tile, with_entropy
+        )
+        return logps  # the model's logits: (scored tokens,)
+
+    handles = [head.register_forward_pre_hook(keep_hidden), head.register_forward_hook(score)]
     try:
-        model(**_model_inputs(micro))  # no logits_to_keep: every position's hidden state reaches the hook
+        logps = model(**_model_inputs(micro)).logits
     finally:
-        handle.remove()
-    hidden = seen["hidden"]
-    width = micro.ids.shape[1]
-    rows, columns = (micro.tail("mask") > 0).nonzero(as_tuple=True)
-    positions = width - micro.keep + columns  # of the scored tokens; the state before each predicts it
-    chunk = max(1, LOGIT_CHUNK_ELEMENTS // head.weight.shape[0])
-    scored = hidden[rows, positions - 1]
-    logps, entropy = ScoredHead.apply(
-        scored, head.weight, head.bias, micro.ids[rows, positions], max(temperature, 1e-6), chunk
-    )
+        for handle in handles:
+            handle.remove()
     shape = (len(micro.rows), micro.keep)
     return (
         logps.new_zeros(shape).index_put((rows, columns), logps),
-        entropy.new_zeros(shape).index_put((rows, columns), entropy),
+        seen["entropy"].new_zeros(shape).index_put((rows, columns), seen["entropy"]),
     )
 
 
@@ -333,9 +460,13 @@ def plain_token_logprobs(
 def forward_each(
     model: Any, rows: list[Row], packed: list[list[int]], attr: str, temperature: float, device: Any
 ) -> None:
-    """Set ``attr`` of every row to its log-probabilities under ``model``, without gradients."""
+    """Set ``attr`` of every row to its log-probabilities under ``model``, without gradients (an empty
+    micro-batch: a forward all the same, of two tokens, which other processes under FSDP take part in)."""
     model.eval()
     with torch.no_grad():
-        for indices in filter(None, packed):
+        for indices in packed:
+            if not indices:
+                model(input_ids=torch.zeros((1, 2), dtype=torch.long, device=device))
+                continue
             micro = MicroBatch([rows[i] for i in indices], device)
-            micro.store(attr, token_logprobs(model, micro, temperature)[0])
+            micro.store(attr, token_logprobs(model, micro, temperature, with_entropy=False)[0])

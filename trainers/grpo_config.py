@@ -240,6 +240,12 @@ class Args:
     max_tokens_per_microbatch: int = option(
         8192, "Micro-batches are packed up to this many (padded) tokens; their gradients accumulate."
     )
+    max_scored_per_microbatch: int = option(
+        0,
+        "Also at most this many sampled (scored) tokens per micro-batch (0: no such limit). The logits "
+        "are computed for these; the fused LM head holds a fixed tile of them whatever this is, so it "
+        "matters where the log-probabilities are computed the plain way (said on stderr).",
+    )
     mixed_precision: str = option("no", "accelerate's mixed precision.", choices=("no", "bf16", "fp16"))
     async_mode: bool = option(
         False,
@@ -543,6 +549,7 @@ def validate(args: Args) -> None:
         (args.max_staleness != 1, "--max_staleness: only 1 (one step off) is supported"),
         (not (0 <= args.eps_low <= 1 and args.eps_high >= 0), "--eps_low must be in [0, 1], --eps_high >= 0"),
         (args.max_turns is not None and args.max_turns < 1, "--max_turns must be >= 1"),
+        (args.max_scored_per_microbatch < 0, "--max_scored_per_microbatch must be 0 (no limit) or more"),
         (0 < args.tis_cap < 1, "--tis_cap must be 0 (off) or >= 1"),
         (0 < args.geo_mask_threshold <= 1, "--geo_mask_threshold must be 0 (off) or > 1"),
         (

@@ -5,20 +5,33 @@ entropy, losses and gradients of every parameter."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import grpo
+import grpo_batching
+import grpo_setup
 import pytest
 import torch
 from grpo_batching import (
+    LOGIT_TILE_BYTES,
+    MIN_TILE_COLUMNS,
     MicroBatch,
     Row,
     ScoredHead,
     fused_head,
     pack_microbatches,
     plain_token_logprobs,
+    tile_shape,
     token_logprobs,
 )
 from grpo_config import LOSS_DEFAULTS, LOSSES
 from torch.testing import assert_close
+
+from tests.conftest import REPO_ROOT
 
 
 def test_pack_microbatches_respects_the_padded_budget() -> None:
@@ -28,6 +41,19 @@ def test_pack_microbatches_respects_the_padded_budget() -> None:
     for indices in packed:
         assert len(indices) == 1 or max(lengths[i] for i in indices) * len(indices) <= 200
     assert [4] in packed  # longer than the budget: alone
+
+
+def test_pack_microbatches_within_a_scored_budget_too() -> None:
+    """With ``max_scored``, a group also holds at most that many scored positions; the padded budget still
+    holds; a row over the scored budget alone is a group of its own; 0 is no scored limit."""
+    lengths, scored = [100, 90, 80, 70, 60, 50], [40, 10, 30, 25, 5, 70]
+    assert pack_microbatches(lengths, 1000) == [[0, 1, 2, 3, 4, 5]]
+    assert pack_microbatches(lengths, 1000, scored, 0) == [[0, 1, 2, 3, 4, 5]]
+    packed = pack_microbatches(lengths, 1000, scored, 60)
+    assert packed == [[0, 1], [2, 3, 4], [5]]  # 50, 60, then 70 alone: over 60 by itself
+    for indices in packed:
+        assert len(indices) == 1 or sum(scored[i] for i in indices) <= 60
+    assert pack_microbatches(lengths, 200, scored, 60) == [[0, 1], [2, 3], [4], [5]]  # both budgets hold
 
 
 def row(ids: list[int], sampled_from: int) -> Row:
@@ -70,8 +96,9 @@ def test_token_logprobs_of_a_left_padded_row_are_those_of_the_row_alone() -> Non
 
 # -- the fused head against the plain computation -----------------------------------------------------------
 def test_scored_head_gradients_are_the_analytic_ones() -> None:
-    """`ScoredHead`'s hand-written backward (chunks of 3 positions, a bias, temperature 0.7) against autograd's
-    numerical gradients in float64, and its values against a full log-softmax."""
+    """`ScoredHead`'s hand-written backward (tiles of 3 positions x 4 ids, both splits with a remainder, a bias,
+    temperature 0.7) against autograd's numerical gradients in float64, and its values against a full
+    log-softmax."""
     torch.manual_seed(0)
     hidden = torch.randn(7, 5, dtype=torch.float64, requires_grad=True)
     weight = torch.randn(11, 5, dtype=torch.float64, requires_grad=True)
@@ -79,13 +106,26 @@ def test_scored_head_gradients_are_the_analytic_ones() -> None:
     targets = torch.randint(0, 11, (7,))
 
     def logps(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return ScoredHead.apply(h, w, b, targets, 0.7, 3)[0]
+        return ScoredHead.apply(h, w, b, targets, 0.7, (3, 4))[0]
 
     assert torch.autograd.gradcheck(logps, (hidden, weight, bias))
-    values, entropy = ScoredHead.apply(hidden, weight, bias, targets, 0.7, 3)
+    values, entropy = ScoredHead.apply(hidden, weight, bias, targets, 0.7, (3, 4))
     full = torch.log_softmax((hidden @ weight.T + bias) / 0.7, dim=-1)
     assert_close(values, full.gather(1, targets[:, None])[:, 0])
     assert_close(entropy, -(full.exp() * full).sum(-1))
+    without = ScoredHead.apply(hidden, weight, bias, targets, 0.7, (3, 4), False)
+    assert_close(without[0], values) and bool(without[1].isnan().all())  # no entropy asked for: none
+
+
+def test_a_tile_takes_every_position_while_the_budget_allows() -> None:
+    """A tile holds every scored position and as much of the vocabulary as the byte budget allows; past
+    `MIN_TILE_COLUMNS` ids per position, the positions are split instead."""
+    budget = LOGIT_TILE_BYTES["cpu"] // 4  # fp32 logits
+    assert tile_shape(288, 151_665, "cpu") == (288, budget // 288)
+    assert tile_shape(3, 11, "cpu") == (3, 11)  # a small head: one tile
+    many = budget // MIN_TILE_COLUMNS * 3
+    assert tile_shape(many, 151_665, "cpu") == (budget // MIN_TILE_COLUMNS, MIN_TILE_COLUMNS)
+    assert tile_shape(288, 151_665, "cuda")[1] > tile_shape(288, 151_665, "cpu")[1]
 
 
 def tiny_model(kind: str = "qwen2", seed: int = 0) -> torch.nn.Module:
@@ -169,13 +209,21 @@ FP32 = {"rtol": 1e-4, "atol": 1e-5}
 
 @pytest.mark.parametrize("beta", [0.0, 0.04], ids=["no-kl", "kl"])
 @pytest.mark.parametrize("loss_type", LOSSES)
-def test_fused_update_is_the_plain_one_for_every_loss(loss_type: str, beta: float) -> None:
+def test_fused_update_is_the_plain_one_for_every_loss(
+    loss_type: str, beta: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every loss, with and without the KL term, at temperature 1 on a model with tied embeddings (the head's
-    weight gets the gradient of both its uses) and at 0.7 on one with a head of its own."""
-    for kind, temperature in (("qwen2", 1.0), ("llama", 0.7)):
-        model = tiny_model(kind)
-        assert fused_head(model) is model.get_output_embeddings()  # the fused path is the one taken
-        assert_same_update(model, loss_type, beta, temperature, FP32)
+    weight gets the gradient of both its uses) and at 0.7 on one with a head of its own; in one tile, and in
+    tiles of 12 positions x 5 ids (the 96 ids and the ~27 scored positions both split, with remainders)."""
+    for tiles in ("one", "small"):
+        if tiles == "small":
+            monkeypatch.setitem(grpo_batching.LOGIT_TILE_BYTES, "cpu", 4 * 64)
+            monkeypatch.setattr(grpo_batching, "MIN_TILE_COLUMNS", 5)
+            assert grpo_batching.tile_shape(27, 96, "cpu") == (12, 5)
+        for kind, temperature in (("qwen2", 1.0), ("llama", 0.7)):
+            model = tiny_model(kind)
+            assert fused_head(model) is model.get_output_embeddings()  # the fused path is the one taken
+            assert_same_update(model, loss_type, beta, temperature, FP32)
 
 
 def test_fused_update_is_the_plain_one_with_lora() -> None:
@@ -198,6 +246,94 @@ def test_fused_update_under_bf16_autocast() -> None:
     model = tiny_model("qwen2")
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert_same_update(model, "grpo", 0.04, 0.7, {"rtol": 3e-2, "atol": 3e-2})
+
+
+def rows_of_process(rank: int) -> list[Row]:
+    """Process ``rank``'s share of `trajectory_rows` in tests/trainers/fsdp_check.py: two rows, then one."""
+    return trajectory_rows()[:2] if rank == 0 else trajectory_rows()[2:]
+
+
+def coefficients_of(micro: MicroBatch) -> torch.Tensor:
+    """Seeded per-token weights of a loss linear in the log-probabilities (0 where nothing was sampled)."""
+    generator = torch.Generator().manual_seed(5)
+    return torch.randn((len(micro.rows), micro.keep), generator=generator) * micro.tail("mask")
+
+
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_fused_head_under_fsdp_is_the_plain_one_on_one_process(version: str, tmp_path: Path) -> None:
+    """FSDP 1 and 2 on two processes (gloo, CPU; tests/trainers/fsdp_check.py): the fused head is taken,
+    computes inside the model's forward with the weight FSDP gathered there, and gets its weight's gradient
+    in the backward after FSDP gathers it again: the log-probabilities, entropy and every whole gradient
+    are those of the plain path on one process with both micro-batches (FSDP's gradient is their mean).
+    Then `grpo.update` under FSDP gives the weights of one process. About 80 s each on 2 loaded cores: two
+    processes that import torch, transformers and accelerate."""
+    pytest.importorskip("transformers")
+    out = tmp_path / "fsdp.pt"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+               str(REPO_ROOT / "tests" / "trainers" / "fsdp_check.py"), version, str(out)]  # fmt: skip
+    environment = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    results = torch.load(out, weights_only=False)
+    for kind, temperature in (("qwen2", 1.0), ("llama", 0.7)):
+        result = results[kind]
+        assert result["taken"], kind  # the fused path, not the plain one
+        model = tiny_model(kind)
+        total = torch.zeros(())
+        for rank in (0, 1):
+            micro = MicroBatch(rows_of_process(rank), "cpu")
+            logps, entropy = plain_token_logprobs(model, micro, temperature)
+            mask = micro.tail("mask")
+            fused_logps, fused_entropy, old = result["each"][rank]
+            assert_close(fused_logps, logps.detach() * mask, **FP32)
+            assert_close(old, fused_logps, **FP32)
+            assert_close(fused_entropy, entropy * mask, **FP32)
+            total = total + (logps * coefficients_of(micro)).sum()
+        model.zero_grad(set_to_none=True)
+        (total / 2).backward()
+        plain = {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
+        assert result["grads"].keys() == plain.keys(), kind
+        for name, gradient in plain.items():
+            scale = float(gradient.abs().max()) or 1.0
+            assert_close(result["grads"][name] / scale, gradient / scale, **FP32, msg=f"{kind} {name}")
+    # grpo.update under FSDP, process 0 with two micro-batches and process 1 with one: the weights of one
+    # process's update over all three rows
+    from tests.trainers.fsdp_check import UPDATE_FLAGS
+
+    model = tiny_model("qwen2")
+    initial = {name: p.detach().clone() for name, p in model.named_parameters()}
+    args = grpo.parse_args(UPDATE_FLAGS)
+    optimizer, scheduler = grpo_setup.make_optimizer(args, model)
+    rows = trajectory_rows()
+    budget = max(int(row.mask.sum()) for row in rows)
+    grpo.update(args, OneProcess(), model, None, optimizer, scheduler, rows, budget)
+    moved = max(float((p.detach() - initial[name]).abs().max()) for name, p in model.named_parameters())
+    assert moved > 1e-4  # the step changed the weights
+    assert results["update"].keys() == dict(model.named_parameters()).keys()
+    for name, parameter in model.named_parameters():
+        assert_close(results["update"][name], parameter.detach(), atol=1e-5, rtol=1e-4, msg=name)
+
+
+class OneProcess:
+    """What `grpo.update` asks of accelerate's ``Accelerator``, for one process without it."""
+
+    device = torch.device("cpu")
+    num_processes = 1
+
+    def reduce(self, tensor: torch.Tensor, reduction: str) -> torch.Tensor:
+        return tensor
+
+    def gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    def no_sync(self, model: object) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def backward(self, loss: torch.Tensor) -> None:
+        loss.backward()
+
+    def clip_grad_norm_(self, parameters: object, max_norm: float) -> torch.Tensor:
+        return torch.nn.utils.clip_grad_norm_(parameters, max_norm)  # type: ignore[arg-type]
 
 
 def test_a_head_it_cannot_take_goes_the_plain_way(capsys: pytest.CaptureFixture[str]) -> None:
