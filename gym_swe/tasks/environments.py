@@ -112,7 +112,7 @@ def environment_variables(venv: Path, spec_env: dict[str, str] | None = None) ->
 
 LOCALES = "locales"
 """Where in a task's venv the locales its variables name, and this host lacks, are compiled."""
-_LOCALE = re.compile(r"^(?P<name>[a-z]{2,3}_[A-Z]{2})\.(?:UTF-8|utf8)$")
+UTF8_LOCALE = re.compile(r"^(?P<name>[a-z]{2,3}_[A-Z]{2})\.(?:UTF-8|utf8)$")
 
 
 OLD_PIP_BEFORE = (3, 7)
@@ -141,7 +141,7 @@ def locale_commands(venv: Path, spec_env: dict[str, str]) -> list[str]:
     have_names = {name.replace("utf8", "UTF-8") for name in have}
     commands = []
     for value in sorted({spec_env[key] for key in ("LANG", "LC_ALL", "LC_CTYPE") if key in spec_env}):
-        found = _LOCALE.match(value)
+        found = UTF8_LOCALE.match(value)
         if found and value not in have_names and value.replace("UTF-8", "utf8") not in have:
             target = shlex.quote(str(venv / LOCALES / value))
             commands.append(f"mkdir -p {target} && localedef -i {found['name']} -f UTF-8 {target}")

@@ -17,7 +17,9 @@ local one does. The host's interpreter is Debian-built like the base image (pyen
 one built elsewhere may link to libraries Debian 12 has under other names, which the check then names. A
 version this host lacks fails the build in one line naming it; a system interpreter (under ``/usr``) of
 another version cannot be copied and fails the same way. The recipe holds the interpreter's path, version,
-libraries and a hash of its executable and ``libpython``, so a changed interpreter means a rebuild.
+libraries and a hash of its executable and ``libpython``, so a changed interpreter means a rebuild. A UTF-8
+locale the task's variables name (``LANG=en_US.UTF-8``) is made in the image (`LOCALE`), as SWE-bench's
+images make it.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from typing import Any
 from gym_swe.errors import TaskError
 from gym_swe.sandbox.docker import BASE_IMAGE, docker_client
 from gym_swe.sandbox.images import existing_recipe
-from gym_swe.tasks.environments import SETTLE_INSTALL, own_runner, pip_upgrade_commands
+from gym_swe.tasks.environments import SETTLE_INSTALL, UTF8_LOCALE, own_runner, pip_upgrade_commands
 from gym_swe.tasks.interpreters import VERSION, find_interpreter
 from gym_swe.tasks.repos import RepoSource, checkout
 from gym_swe.tasks.swe import SWETask, docker_image
@@ -64,6 +66,15 @@ BUILD_TOOLS = (
 has as an sdist only is built from it (Django's ``tests/requirements/py3.txt`` names ``pywatchman``, which has
 no wheel). From the base image's own Debian mirror; where apt cannot reach it the image is built without,
 saying so."""
+
+LOCALE = (
+    "(apt-get update -qq && apt-get install -y -qq --no-install-recommends locales >/dev/null "
+    "&& rm -rf /var/lib/apt/lists/* && localedef -i {name} -f UTF-8 {locale}) "
+    "|| echo 'gym_swe: the locale {locale} could not be made (apt-get failed): Python < 3.7 reads ASCII'"
+)
+"""Makes a UTF-8 locale the task's variables name (``LANG=en_US.UTF-8``: SWE-bench's Django 3.0-3.2), as
+SWE-bench's images do (``locale-gen``) and local environments do in their venv: the base image has C.UTF-8
+only, and under a locale that is not there Python 3.6 takes ASCII for every file it opens."""
 
 IMAGE_CA = "/etc/gym_swe/pip-ca.crt"
 """Where a task image keeps the host's CA bundle for pip (`host_ca_bundle`)."""
@@ -168,6 +179,9 @@ def dockerfile(task: SWETask, base: str, ca: bool = False, python: ImagePython |
         lines.append(f'RUN {executable} -c "{PYTHON_CHECK}" && {executable} -m venv {VENV}')
     if spec.packages or spec.install:
         lines.append(f"RUN {BUILD_TOOLS}")
+    named = {value for key, value in spec.env if key in ("LANG", "LC_ALL", "LC_CTYPE")}
+    for found in sorted(filter(None, map(UTF8_LOCALE.match, named)), key=lambda match: match.string):
+        lines.append("RUN " + LOCALE.format(name=found["name"], locale=found.string))
     if ca and (spec.packages or spec.install or pin):
         lines += [f"COPY pip-ca.crt {IMAGE_CA}", f"ENV PIP_CERT={IMAGE_CA}"]
     requirements = spec.packages + ((pin,) if pin else ())

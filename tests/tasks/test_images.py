@@ -44,6 +44,17 @@ def test_a_task_image_that_installs_anything_gets_a_compiler_first(tmp_path: Pat
     )
 
 
+def test_a_locale_the_task_names_is_made_in_its_image(tmp_path: Path) -> None:
+    """SWE-bench's Django 3.0-3.2 run with ``LANG=en_US.UTF-8`` (Python 3.6 reads files as ASCII under a
+    locale that is not there); the base image has C.UTF-8 only."""
+    variables = {"LANG": "en_US.UTF-8", "LC_ALL": "en_US.UTF-8", "LANGUAGE": "en_US:en"}
+    lines = dockerfile(task_with(tmp_path, {"env": variables}), "base").splitlines()
+    made = [line for line in lines if "localedef" in line]
+    assert made == ["RUN " + images.LOCALE.format(name="en_US", locale="en_US.UTF-8")]
+    assert lines.index(made[0]) < lines.index('ENV LANG="en_US.UTF-8"')
+    assert "localedef" not in dockerfile(task_with(tmp_path, {"env": {"LANG": "C.UTF-8"}}), "base")
+
+
 def test_a_failed_task_image_build_says_what_failed_with_the_build_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
