@@ -210,7 +210,7 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
     ro_binds = {interpreter.prefix: interpreter.prefix} if interpreter.prefix else {}
     ro_binds[str(CONDA_ENV_SCRIPT)] = CONDA_ENV_JAIL_PATH  # for install commands made from a conda file
     if any(SETUP_COMMIT_TREE in command for command in spec.install):
-        ro_binds[str(_setup_commit_tree(task, root, source))] = SETUP_COMMIT_TREE
+        ro_binds[str(setup_commit_tree(task, root, source))] = SETUP_COMMIT_TREE
     env = {**environment_variables(venv, spec.variables), "PIP_CACHE_DIR": str(cache)}
     if locale_commands(venv, spec.variables):  # the install commands run with them too
         env["LOCPATH"] = str(venv / LOCALES)
@@ -241,7 +241,7 @@ def failure_line(output: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:
+def setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:
     """The repository's files at the record's environment_setup_commit (SWE-bench reads a version's
     requirements and conda files there; they may not exist yet at an older base_commit), for install
     commands that read them at `SETUP_COMMIT_TREE`; removed once the environment is built. Without an

@@ -41,7 +41,16 @@ from typing import Any
 from gym_swe.errors import TaskError
 from gym_swe.sandbox.docker import BASE_IMAGE, docker_client
 from gym_swe.sandbox.images import existing_recipe
-from gym_swe.tasks.environments import SETTLE_INSTALL, UTF8_LOCALE, own_runner, pip_upgrade_commands
+from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_PATH
+from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
+from gym_swe.tasks.environments import (
+    CONDA_ENV_SCRIPT,
+    SETTLE_INSTALL,
+    UTF8_LOCALE,
+    own_runner,
+    pip_upgrade_commands,
+    setup_commit_tree,
+)
 from gym_swe.tasks.interpreters import VERSION, find_interpreter
 from gym_swe.tasks.repos import RepoSource, checkout
 from gym_swe.tasks.swe import SWETask, docker_image
@@ -194,11 +203,25 @@ def dockerfile(task: SWETask, base: str, ca: bool = False, python: ImagePython |
         lines.append(f"RUN {pip} {packages}")
     lines += [f"ENV PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
               f"ENV VIRTUAL_ENV={VENV}", "WORKDIR /testbed"]  # fmt: skip
+    helpers = reads_setup_commit(task)
+    if helpers:  # what install commands made from a conda file read, as in the local prepare jail
+        lines += [f"COPY conda_env.py {CONDA_ENV_PATH}", f"COPY setup_commit {SETUP_COMMIT_TREE}"]
     lines += [f"RUN {command}" for command in spec.install]
+    if helpers:
+        lines.append(f"RUN rm -rf {CONDA_ENV_PATH} {SETUP_COMMIT_TREE}")
     if spec.install:
         script = base64.b64encode(SETTLE_INSTALL.encode()).decode()  # a RUN line is one line
         lines.append(f"RUN echo {script} | base64 -d | sh")
     return "\n".join(lines) + "\n"
+
+
+def reads_setup_commit(task: SWETask) -> bool:
+    """Whether ``task``'s install commands read the repository at its environment_setup_commit and
+    gym_swe's conda file reader (SWE-bench's xarray and matplotlib, `swebench_specs`): the build context
+    then holds both, and the image has them at the local prepare jail's paths while it installs."""
+    return any(
+        SETUP_COMMIT_TREE in command or CONDA_ENV_PATH in command for command in task.environment.install
+    )
 
 
 def recipe(task: SWETask, base_id: str, python: ImagePython | None = None, own_pytest: bool = False) -> str:
@@ -207,6 +230,8 @@ def recipe(task: SWETask, base_id: str, python: ImagePython | None = None, own_p
              pytest_is_the_repository=own_pytest), base_id]  # fmt: skip
     if python is not None:  # the interpreter itself: a rebuilt one at the same path is a new image
         parts.append(python.fingerprint)
+    if reads_setup_commit(task):
+        parts += [task.environment_setup_commit, hashlib.sha256(CONDA_ENV_SCRIPT.read_bytes()).hexdigest()]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
@@ -229,7 +254,7 @@ def build_task_image(
         log(f"{name} is up to date")
         return name
     with tempfile.TemporaryFile() as context:  # an interpreter is 100-300 MB: not in memory
-        _write_context(context, task, base, wanted, repo, python, own_pytest)
+        _write_context(context, task, base, wanted, repo, python, own_pytest, source or RepoSource())
         log(f"building {name}" + (f" (Python {python.prefix})" if python else ""))
         from docker.errors import BuildError
 
@@ -244,7 +269,7 @@ def build_task_image(
 
 
 def _write_context(context: Any, task: SWETask, base: str, wanted: str, repo: Path,
-                   python: ImagePython | None, own_pytest: bool) -> None:  # fmt: skip
+                   python: ImagePython | None, own_pytest: bool, source: RepoSource) -> None:  # fmt: skip
     """The build context of ``task``'s image into ``context`` (a file), rewound."""
     with tarfile.open(fileobj=context, mode="w") as archive:
         ca = host_ca_bundle()
@@ -258,6 +283,10 @@ def _write_context(context: Any, task: SWETask, base: str, wanted: str, repo: Pa
         archive.add(repo, arcname="repo")
         if python is not None:
             archive.add(python.prefix, arcname="python", filter=_without_site_packages)
+        if reads_setup_commit(task):
+            archive.add(str(CONDA_ENV_SCRIPT), arcname="conda_env.py")
+            with tempfile.TemporaryDirectory() as scratch:
+                archive.add(str(setup_commit_tree(task, Path(scratch), source)), arcname="setup_commit")
     context.seek(0)
 
 

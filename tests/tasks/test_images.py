@@ -55,6 +55,25 @@ def test_a_locale_the_task_names_is_made_in_its_image(tmp_path: Path) -> None:
     assert "localedef" not in dockerfile(task_with(tmp_path, {"env": {"LANG": "C.UTF-8"}}), "base")
 
 
+def test_an_install_from_a_conda_file_has_its_reader_and_the_setup_commit_in_the_image(
+    tmp_path: Path,
+) -> None:
+    """SWE-bench's xarray and matplotlib install from a conda file read at the environment_setup_commit: the
+    image has gym_swe's reader and that commit's tree where the local prepare jail has them, while the
+    install runs, and not after it (that commit may hold the fix)."""
+    from gym_swe.tasks.conda_env import JAIL_PATH, SETUP_COMMIT_TREE
+
+    install = (
+        f"python {JAIL_PATH} {SETUP_COMMIT_TREE}/environment.yml > /tmp/r.txt && pip install -r /tmp/r.txt"
+    )
+    task = task_with(tmp_path, {"install": [install, "python -m pip install -e ."]})
+    lines = dockerfile(task, "base").splitlines()
+    at = lines.index(f"RUN {install}")
+    assert lines[at - 2 : at] == [f"COPY conda_env.py {JAIL_PATH}", f"COPY setup_commit {SETUP_COMMIT_TREE}"]
+    assert lines[at + 2] == f"RUN rm -rf {JAIL_PATH} {SETUP_COMMIT_TREE}"
+    assert "setup_commit" not in dockerfile(task_with(tmp_path, {"install": ["pip install ."]}), "base")
+
+
 def test_a_failed_task_image_build_says_what_failed_with_the_build_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
