@@ -47,6 +47,8 @@ from gym_swe.tasks.environments import (
     CONDA_ENV_SCRIPT,
     SETTLE_INSTALL,
     UTF8_LOCALE,
+    build_requirement_commands,
+    build_requirements,
     own_runner,
     pip_upgrade_commands,
     setup_commit_tree,
@@ -163,11 +165,19 @@ def debian_libraries(prefix: str) -> tuple[str, ...]:
     return tuple(sorted({line.split(":")[0] for line in owners.splitlines() if ": /" in line}))
 
 
-def dockerfile(task: SWETask, base: str, ca: bool = False, python: ImagePython | None = None,
-               pytest_is_the_repository: bool = False) -> str:  # fmt: skip
+def dockerfile(
+    task: SWETask,
+    base: str,
+    ca: bool = False,
+    python: ImagePython | None = None,
+    pytest_is_the_repository: bool = False,
+    rebuild_requires: tuple[str, ...] = (),
+) -> str:
     """The task image's Dockerfile (``ca``: the build context holds the host's CA bundle for pip;
     ``python``: the interpreter it copies as ``python/``, None for the base image's;
-    ``pytest_is_the_repository``: the task's install puts its own pytest in, `own_runner`)."""
+    ``pytest_is_the_repository``: the task's install puts its own pytest in, `own_runner`;
+    ``rebuild_requires``: the repository's build requirements, kept in the venv for the offline rebuild of a
+    task with ``rebuild`` commands, as a local venv keeps them)."""
     spec = task.environment
     lines = [f"FROM {base}", "COPY repo /testbed"]
     if python is None:
@@ -207,6 +217,11 @@ def dockerfile(task: SWETask, base: str, ca: bool = False, python: ImagePython |
     if helpers:  # what install commands made from a conda file read, as in the local prepare jail
         lines += [f"COPY conda_env.py {CONDA_ENV_PATH}", f"COPY setup_commit {SETUP_COMMIT_TREE}"]
     lines += [f"RUN {command}" for command in spec.install]
+    if spec.rebuild:
+        lines += [
+            f"RUN {command}"
+            for command in build_requirement_commands(f"{VENV}/bin/python", list(rebuild_requires))
+        ]
     if helpers:
         lines.append(f"RUN rm -rf {CONDA_ENV_PATH} {SETUP_COMMIT_TREE}")
     if spec.install:
@@ -224,10 +239,12 @@ def reads_setup_commit(task: SWETask) -> bool:
     )
 
 
-def recipe(task: SWETask, base_id: str, python: ImagePython | None = None, own_pytest: bool = False) -> str:
+def recipe(task: SWETask, base_id: str, python: ImagePython | None = None, own_pytest: bool = False,
+           rebuild_requires: tuple[str, ...] = ()) -> str:  # fmt: skip
     """A short hash of what goes into ``task``'s image (the CA bundle is no part of it)."""
-    parts = [task.instance_id, task.base_commit, dockerfile(task, base_id, python=python,
-             pytest_is_the_repository=own_pytest), base_id]  # fmt: skip
+    text = dockerfile(task, base_id, python=python, pytest_is_the_repository=own_pytest,
+                      rebuild_requires=rebuild_requires)  # fmt: skip
+    parts = [task.instance_id, task.base_commit, text, base_id]
     if python is not None:  # the interpreter itself: a rebuilt one at the same path is a new image
         parts.append(python.fingerprint)
     if reads_setup_commit(task):
@@ -249,12 +266,17 @@ def build_task_image(
     python = image_python(task)
     repo = checkout(task, source)
     own_pytest = python is not None and own_runner(task, repo)
-    wanted = recipe(task, base_id, python, own_pytest)
+    rebuild_requires = tuple(build_requirements(repo)) if task.environment.rebuild else ()
+    wanted = recipe(task, base_id, python, own_pytest, rebuild_requires)
     if not force and existing_recipe(name) == wanted:
         log(f"{name} is up to date")
         return name
+    ca = host_ca_bundle()
+    text = dockerfile(task, base, ca=ca is not None, python=python, pytest_is_the_repository=own_pytest,
+                      rebuild_requires=rebuild_requires)  # fmt: skip
+    text += f'LABEL gym_swe.recipe="{wanted}" gym_swe.task="{task.instance_id}"\n'
     with tempfile.TemporaryFile() as context:  # an interpreter is 100-300 MB: not in memory
-        _write_context(context, task, base, wanted, repo, python, own_pytest, source or RepoSource())
+        _write_context(context, task, text, repo, python, ca, source or RepoSource())
         log(f"building {name}" + (f" (Python {python.prefix})" if python else ""))
         from docker.errors import BuildError
 
@@ -268,13 +290,10 @@ def build_task_image(
     return name
 
 
-def _write_context(context: Any, task: SWETask, base: str, wanted: str, repo: Path,
-                   python: ImagePython | None, own_pytest: bool, source: RepoSource) -> None:  # fmt: skip
-    """The build context of ``task``'s image into ``context`` (a file), rewound."""
+def _write_context(context: Any, task: SWETask, text: str, repo: Path, python: ImagePython | None,
+                   ca: Path | None, source: RepoSource) -> None:  # fmt: skip
+    """The build context of ``task``'s image (its Dockerfile: ``text``) into ``context`` (a file), rewound."""
     with tarfile.open(fileobj=context, mode="w") as archive:
-        ca = host_ca_bundle()
-        text = dockerfile(task, base, ca=ca is not None, python=python, pytest_is_the_repository=own_pytest)
-        text += f'LABEL gym_swe.recipe="{wanted}" gym_swe.task="{task.instance_id}"\n'
         if ca is not None:
             archive.add(str(ca), arcname="pip-ca.crt")
         info = tarfile.TarInfo("Dockerfile")

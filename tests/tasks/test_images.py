@@ -74,6 +74,25 @@ def test_an_install_from_a_conda_file_has_its_reader_and_the_setup_commit_in_the
     assert "setup_commit" not in dockerfile(task_with(tmp_path, {"install": ["pip install ."]}), "base")
 
 
+def test_a_task_that_rebuilds_keeps_its_build_requirements_in_the_image(tmp_path: Path) -> None:
+    """The offline rebuild in the grading sandbox (astropy's, scikit-learn's ``build_ext --inplace``) imports
+    the build requirements pip's isolated build threw away: the image's venv keeps them, as a local one."""
+    from gym_swe.tasks.environments import build_requirement_commands
+
+    environment = {
+        "install": ["python -m pip install -e ."],
+        "rebuild": ["python setup.py build_ext --inplace"],
+    }
+    lines = dockerfile(
+        task_with(tmp_path, environment), "b", rebuild_requires=("Cython<3", "numpy")
+    ).splitlines()
+    [kept] = build_requirement_commands(f"{VENV}/bin/python", ["Cython<3", "numpy"])
+    assert lines.index(f"RUN {kept}") == lines.index("RUN python -m pip install -e .") + 1
+    assert "Cython" not in dockerfile(
+        task_with(tmp_path, {"install": ["pip install ."]}), "b", rebuild_requires=("Cython",)
+    )
+
+
 def test_a_failed_task_image_build_says_what_failed_with_the_build_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
