@@ -109,10 +109,14 @@ def probe_environment(
     ``needs_pytest``: whether the task's runner is pytest (another runner's environment need not hold it)."""
     sandbox.write_file(f"{GRADER_DIR}/driver.py", DRIVER_SOURCE)
     arguments = " ".join(shlex.quote(path) for path in [workdir, *files])
+    # No bytecode: the tree's manifest is taken next, and a pytest imported from the tree (pytest's own
+    # repository) would leave src/_pytest/__pycache__ in it that no later sandbox of the task has (a docker
+    # sandbox writes bytecode; a local one does not).
     run = sandbox.exec(
         f"cd {shlex.quote(workdir)} && python {GRADER_DIR}/driver.py probe {arguments}",
         timeout=300,
         max_output=16 * 1024 * 1024,
+        env={"PYTHONDONTWRITEBYTECODE": "1"},
     )
     try:
         report = json.loads(run.stdout.strip().splitlines()[-1])

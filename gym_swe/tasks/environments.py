@@ -115,7 +115,7 @@ def environment_variables(venv: Path, spec_env: dict[str, str] | None = None) ->
 
 LOCALES = "locales"
 """Where in a task's venv the locales its variables name, and this host lacks, are compiled."""
-_LOCALE = re.compile(r"^(?P<name>[a-z]{2,3}_[A-Z]{2})\.(?:UTF-8|utf8)$")
+UTF8_LOCALE = re.compile(r"^(?P<name>[a-z]{2,3}_[A-Z]{2})\.(?:UTF-8|utf8)$")
 
 
 OLD_PIP_BEFORE = (3, 7)
@@ -144,7 +144,7 @@ def locale_commands(venv: Path, spec_env: dict[str, str]) -> list[str]:
     have_names = {name.replace("utf8", "UTF-8") for name in have}
     commands = []
     for value in sorted({spec_env[key] for key in ("LANG", "LC_ALL", "LC_CTYPE") if key in spec_env}):
-        found = _LOCALE.match(value)
+        found = UTF8_LOCALE.match(value)
         if found and value not in have_names and value.replace("UTF-8", "utf8") not in have:
             target = shlex.quote(str(venv / LOCALES / value))
             commands.append(f"mkdir -p {target} && localedef -i {found['name']} -f UTF-8 {target}")
@@ -213,7 +213,7 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
     ro_binds = {interpreter.prefix: interpreter.prefix} if interpreter.prefix else {}
     ro_binds[str(CONDA_ENV_SCRIPT)] = CONDA_ENV_JAIL_PATH  # for install commands made from a conda file
     if any(SETUP_COMMIT_TREE in command for command in spec.install):
-        ro_binds[str(_setup_commit_tree(task, root, source))] = SETUP_COMMIT_TREE
+        ro_binds[str(setup_commit_tree(task, root, source))] = SETUP_COMMIT_TREE
     env = {**environment_variables(venv, spec.variables), "PIP_CACHE_DIR": str(cache)}
     if locale_commands(venv, spec.variables):  # the install commands run with them too
         env["LOCPATH"] = str(venv / LOCALES)
@@ -266,7 +266,7 @@ def _words(commands: tuple[str, ...]) -> list[str]:
     return words
 
 
-def _setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:
+def setup_commit_tree(task: SWETask, root: Path, source: RepoSource) -> Path:
     """The repository's files at the record's environment_setup_commit (SWE-bench reads a version's
     requirements and conda files there; they may not exist yet at an older base_commit), for install
     commands that read them at `SETUP_COMMIT_TREE`; removed once the environment is built. Without an

@@ -48,6 +48,25 @@ def test_the_probe_names_pytest_and_what_must_not_be_shadowed(workspace) -> None
     assert {"pytest", "_pytest", "pluggy", "os", "json"} <= environment.shadowable
 
 
+def test_the_probe_writes_no_bytecode_into_the_tree(workspace) -> None:  # type: ignore[no-untyped-def]
+    """The probe precedes the pristine tree's manifest: in pytest's own repository it imports pytest from
+    the tree, and on docker (whose sandbox, unlike the local one, leaves bytecode on) it wrote
+    src/_pytest/__pycache__ there, which no later grading sandbox of the task had, so the gold patch
+    "changed" them and was rejected (pytest-dev__pytest-10051 on docker)."""
+    calls: list[dict] = []
+
+    class Watched:
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            return getattr(workspace, name)
+
+        def exec(self, command: str, **options):  # type: ignore[no-untyped-def]
+            calls.append(options.get("env") or {})
+            return workspace.exec(command, **options)
+
+    probe_environment(Watched(), "/testbed")  # type: ignore[arg-type]
+    assert calls and all(env.get("PYTHONDONTWRITEBYTECODE") == "1" for env in calls)
+
+
 def test_a_workspace_pytest_module_is_not_the_runner(workspace) -> None:  # type: ignore[no-untyped-def]
     workspace.write_file("/testbed/pytest.py", FAKE_PYTEST)
     plain = workspace.exec("cd /testbed && python -m pytest tests/test_truth.py", timeout=120)
