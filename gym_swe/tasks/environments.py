@@ -48,7 +48,7 @@ from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
 from gym_swe.tasks.dated_index import DatedIndex, exact_pins, honoured, parse_date
 from gym_swe.tasks.interpreters import Interpreter, find_interpreter
 from gym_swe.tasks.repos import RepoSource, cache_root, checkout, file_lock, mirror, safe_name
-from gym_swe.tasks.swe import SWETask
+from gym_swe.tasks.swe import Environment, SWETask
 
 logger = logging.getLogger("gym_swe")
 PREPARE_TIMEOUT = 3600
@@ -219,9 +219,9 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
         env["LOCPATH"] = str(venv / LOCALES)
     with contextlib.ExitStack() as stack:
         index = None
-        if spec.index_date:  # the jail shares the host's network: it reaches the index on the loopback
-            pins = exact_pins([*requirements, *_words(spec.install)])
-            index = stack.enter_context(DatedIndex(parse_date(spec.index_date), pins))
+        dated = dated_index(spec, requirements)
+        if dated is not None:  # the jail shares the host's network: it reaches the index on the loopback
+            index = stack.enter_context(dated)
             env.update(index.pip_variables())
             logger.info("%s: pip resolves against the index as of %s", task.instance_id, spec.index_date)
         jail = stack.enter_context(
@@ -233,9 +233,9 @@ def _build(task: SWETask, root: Path, pristine: Path, source: RepoSource) -> Non
                 honoured(index)
             if not result.ok:
                 cause = f": {failure_line(result.output)}" if result.output.strip() else ""
-                dated = f" (pip resolved as of {spec.index_date}: environment.index_date)" if index else ""
+                as_of = f" (pip resolved as of {spec.index_date}: environment.index_date)" if index else ""
                 raise TaskError(
-                    f"preparing {task.instance_id} failed{cause}{dated} (exit {result.exit_code}"
+                    f"preparing {task.instance_id} failed{cause}{as_of} (exit {result.exit_code}"
                     f"{', timed out' if result.timed_out else ''}, at `{command}`):\n{result.output[-3000:]}"
                 )
     if spec.install:
@@ -253,6 +253,14 @@ def failure_line(output: str, limit: int = 160) -> str:
         lines[-1] if lines else "",
     )
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def dated_index(spec: Environment, requirements: list[str]) -> DatedIndex | None:
+    """The package index as of ``spec.index_date`` for a prepare's pip commands, ``requirements`` and the
+    install commands' exact pins served whatever their date (not started); None without a date."""
+    if not spec.index_date:
+        return None
+    return DatedIndex(parse_date(spec.index_date), exact_pins([*requirements, *_words(spec.install)]))
 
 
 def _words(commands: tuple[str, ...]) -> list[str]:

@@ -25,6 +25,7 @@ images make it.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import json
@@ -43,12 +44,14 @@ from gym_swe.sandbox.docker import BASE_IMAGE, docker_client
 from gym_swe.sandbox.images import existing_recipe
 from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_PATH
 from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
+from gym_swe.tasks.dated_index import honoured
 from gym_swe.tasks.environments import (
     CONDA_ENV_SCRIPT,
     SETTLE_INSTALL,
     UTF8_LOCALE,
     build_requirement_commands,
     build_requirements,
+    dated_index,
     own_runner,
     pip_upgrade_commands,
     setup_commit_tree,
@@ -180,6 +183,8 @@ def dockerfile(
     task with ``rebuild`` commands, as a local venv keeps them)."""
     spec = task.environment
     lines = [f"FROM {base}", "COPY repo /testbed"]
+    if spec.index_date:  # the build passes the dated index's address (`build_task_image`): no recipe
+        lines += [f'LABEL gym_swe.index_date="{spec.index_date}"', "ARG PIP_INDEX_URL", "ARG PIP_CONFIG_FILE"]
     if python is None:
         # The base image's python and pytest serve: a pytest is asked for only by name, so the one the
         # image has satisfies it without a download.
@@ -281,7 +286,17 @@ def build_task_image(
         from docker.errors import BuildError
 
         try:
-            client.images.build(fileobj=context, custom_context=True, tag=name, rm=True, pull=False)
+            with contextlib.ExitStack() as stack:
+                dated = dated_index(task.environment, text.split())  # its exact pins: the Dockerfile's
+                options: dict[str, Any] = {}
+                if dated is not None:  # on the host's network, to reach the index on its loopback
+                    index = stack.enter_context(dated)
+                    options = {"network_mode": "host", "buildargs": {
+                        "PIP_INDEX_URL": index.url, "PIP_CONFIG_FILE": os.devnull}}  # fmt: skip
+                client.images.build(fileobj=context, custom_context=True, tag=name, rm=True, pull=False,
+                                    **options)  # fmt: skip
+                if dated is not None:
+                    honoured(index)
         except BuildError as error:
             # docker-py's message names the failed RUN line only; what went wrong is in the build's own output
             log_lines = (chunk.get("stream") or chunk.get("error") or "" for chunk in error.build_log)

@@ -276,3 +276,32 @@ def test_a_task_image_runs_the_python_its_environment_wants(tmp_path: Path) -> N
             assert images.build_task_image(task, RepoSource(world.mirrors), log=lambda _: None) == image
         finally:
             docker_client().images.remove(image, force=True)
+
+
+def test_a_dated_environments_image_names_its_date_and_takes_the_index_as_an_argument(tmp_path: Path) -> None:
+    dated = dockerfile(task_with(tmp_path, {"packages": ["six"], "index_date": "2024-06-01"}), "base")
+    today = dockerfile(task_with(tmp_path, {"packages": ["six"]}), "base")
+    assert 'LABEL gym_swe.index_date="2024-06-01"' in dated and "ARG PIP_INDEX_URL" in dated
+    assert "index_date" not in today and "ARG PIP_INDEX_URL" not in today
+
+
+def test_a_dated_environments_image_is_built_against_the_index_of_its_date(tmp_path: Path) -> None:
+    """Real docker and PyPI: the image's pip resolves as of the date (six 1.16.0, not 1.17.0 of 2024-12), and
+    the pytest the image's Python gets pinned (8.3.5, of 2025) is served though it is later."""
+    require_docker()
+    from gym_swe.sandbox.docker import DockerSandbox, docker_client
+
+    version = other_python()
+    with verpkg_world(tmp_path) as world:
+        environment = {"python": version, "packages": ["six"], "index_date": "2024-06-01"}
+        rows = [
+            record("acme__verpkg-dated", world.base, world.gold, world.test_patch, environment=environment)
+        ]
+        task = load_swe_tasks(str(write_records(tmp_path / "d.jsonl", rows))).get("acme__verpkg-dated")
+        image = images.build_task_image(task, RepoSource(world.mirrors), log=lambda _: None)
+        try:
+            with DockerSandbox(image=image, workdir="/testbed", pull=False) as box:
+                shown = box.exec("python -c 'import six, pytest; print(six.__version__, pytest.__version__)'")
+            assert shown.stdout.split() == ["1.16.0", "8.3.5"], shown.output
+        finally:
+            docker_client().images.remove(image, force=True)
