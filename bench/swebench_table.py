@@ -87,11 +87,9 @@ def main() -> None:
         for row in rows(docker.read_text(), "| instance | repo | image python"):
             if row["instance"] == "TABLE":
                 continue
-            put(
-                row["instance"],
-                docker=row["validated"],
-                docker_cause=short(row.get("cause when not", "")) if row["validated"] != "ok" else "",
-            )
+            ok = row["validated"] in ("ok", "yes")
+            put(row["instance"], docker="ok" if ok else "FAIL",
+                docker_cause="" if ok else "docker: " + short(row.get("cause when not", "")))  # fmt: skip
     for extra in sys.argv[1:]:  # instance=local:fix:none:version:set
         instance, _, value = extra.partition("=")
         local, fix, none, version, set_ = value.split(":")
