@@ -45,7 +45,7 @@ def main() -> None:
 
     docs = (ROOT / "bench" / "real_instances_pytest.md").read_text()
     for row in rows(docs, EARLIER):
-        instance = row["instance"].replace(" (new)", "")
+        instance = row["instance"].split(" (")[0]  # "ID (new)", "ID (date, note)"
         ok = row["validated"] == "y"
         fix = re.search(r"fix (\d+/\d+), no fix (\d+/\d+)", row["reason"])
         put(instance, set=row["set"], version=row["version"], local="ok" if ok else "FAIL",
@@ -72,15 +72,14 @@ def main() -> None:
     sympy = bench / "real_instances_sympy.md"
     if sympy.is_file():
         for row in rows(sympy.read_text(), "| instance | set | version | prepared"):
-            if "," in row["instance"]:
-                continue  # a run before a fix, kept in that file
             ok = row["validated local"] == "ok"
-            put(row["instance"], set=row["set"], version=row["version"], local=row["validated local"],
-                fix=row["fix"], none=row["no fix"], cause=short(row["cause when not"]),
-                source="real_instances_sympy.md")  # fmt: skip
+            # "ID, before the fix" / "ID, again": the same instance, the later row deciding
+            put(row["instance"].split(",")[0], set=row["set"], version=row["version"],
+                local=row["validated local"], fix=row["fix"], none=row["no fix"],
+                cause=short(row["cause when not"]), source="real_instances_sympy.md")  # fmt: skip
         for row in rows(sympy.read_text(), "| instance | set | version | image built"):
             ok = row["validated docker"] == "ok"
-            put(row["instance"], docker=row["validated docker"],
+            put(row["instance"].split(",")[0], docker=row["validated docker"],
                 docker_cause="" if ok else "docker: " + short(row["cause when not"]))  # fmt: skip
     docker = bench / "real_instances_docker.md"
     if docker.is_file():
