@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from gym_swe.errors import TaskFormatError, TaskRefused
-from gym_swe.grading.runners import RUNNERS, runner_name, runner_named
 from gym_swe.tasks.base import TaskSet, load_source, read_hub_rows, read_rows, require_fields
 from gym_swe.tasks.dated_index import parse_date
+from gym_swe.tasks.id_formats import FORMATS, runner_name, unreadable
 from gym_swe.tasks.swebench_specs import swebench_environment
 from gym_swe.tasks.test_ids import is_log_fragment
 
@@ -242,12 +242,12 @@ def task_from_row(row: Mapping[str, Any], number: int, source: str) -> SWETask:
         runner = runner_name(row["repo"], str(row.get("test_runner") or ""))
     except ValueError as error:
         raise TaskFormatError(f"{where}: field 'test_runner': {error}") from None
-    foreign = runner_named(runner).unsupported([*fail_to_pass, *pass_to_pass])
+    foreign = unreadable(runner, [*fail_to_pass, *pass_to_pass])
     if foreign:
         raise TaskRefused(
             f"{row['instance_id']}: cannot be graded here: {len(foreign)} test id(s) are not {runner} test "
             f"ids (e.g. {foreign[0]!r}); give the record the runner its ids are written for (test_runner: "
-            f"{', '.join(RUNNERS)})"
+            f"{', '.join(FORMATS)})"
         )
     environment = row.get("environment")
     if environment is None or environment == "":  # SWE-bench's own tables, where swebench is installed

@@ -223,3 +223,17 @@ def test_swe_bench_log_fragments_are_dropped(shared_data: Path) -> None:
     task = load_swe_tasks(str(shared_data / "swe-bench" / SWE_BENCH[0])).get("pytest-dev__pytest-5227")
     assert set(task.dropped_ids) == {"[100%]", "[", "[100%]------------------------------"}
     assert not unsupported(task.fail_to_pass + task.pass_to_pass)
+
+
+def test_every_id_format_has_its_runner_and_every_runner_its_format() -> None:
+    """The task layer knows which runner a task takes and its ids' format (`id_formats`); the grader runs it
+    (`gym_swe.grading.runners`): the two name the same runners, and each runner refuses what its format does."""
+    from gym_swe.grading.runners import RUNNERS, runner_named
+    from gym_swe.tasks.id_formats import FORMATS, unreadable
+
+    assert list(FORMATS) == list(RUNNERS)
+    ids = ["tests/a.py::test_x", "test_x (module.Class)", "test_issue_1", "", "a\nb"]
+    for name in RUNNERS:
+        assert runner_named(name).unsupported(ids) == unreadable(name, ids)
+    assert unreadable("sympy", ids) == ["tests/a.py::test_x", "test_x (module.Class)", "", "a\nb"]
+    assert unreadable("django", ids) == ["", "a\nb"]

@@ -2,7 +2,8 @@
 
 A record may name its runner (``test_runner``: one of `RUNNERS`); otherwise its repository decides
 (`BY_REPOSITORY`: Django's and sympy's own runners, as SWE-bench's harness runs them), and pytest runs
-everything else.
+everything else. Which runner a task takes, and the format of its ids, are the task's
+(`gym_swe.tasks.id_formats`: read where tasks load); a new runner is a module here and its id format there.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import importlib
 
 from gym_swe.grading.runners.base import TestRunner
+from gym_swe.tasks.id_formats import BY_REPOSITORY, runner_name  # noqa: F401 (the runner a task takes)
 
 RUNNERS = {
     "pytest": "gym_swe.grading.runners.pytest:PytestRunner",
@@ -17,8 +19,6 @@ RUNNERS = {
     "sympy": "gym_swe.grading.runners.sympy:SympyRunner",
 }
 """Runner name -> ``module:class``, imported when a task first needs it."""
-BY_REPOSITORY = {"django/django": "django", "sympy/sympy": "sympy"}
-"""A SWE-bench repository (``owner/name``) -> the runner its tests take."""
 
 
 def runner_named(name: str) -> TestRunner:
@@ -28,11 +28,3 @@ def runner_named(name: str) -> TestRunner:
     module, _, cls = RUNNERS[name].partition(":")
     runner: TestRunner = getattr(importlib.import_module(module), cls)()
     return runner
-
-
-def runner_name(repo: str, named: str = "") -> str:
-    """The runner a task of ``repo`` takes (``named``: the record's own choice, when it makes one); a
-    ValueError names the runners there are."""
-    if named and named not in RUNNERS:
-        raise ValueError(f"unknown test runner {named!r}; choose one of {', '.join(RUNNERS)}")
-    return named or BY_REPOSITORY.get(repo.lower(), "pytest")

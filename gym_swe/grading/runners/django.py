@@ -54,6 +54,7 @@ from shlex import quote
 from typing import TYPE_CHECKING
 
 from gym_swe.grading.runners.base import TestRunner
+from gym_swe.tasks.id_formats import unreadable
 
 if TYPE_CHECKING:
     from gym_swe.grading.repository import Environment
@@ -87,9 +88,7 @@ class DjangoRunner(TestRunner):
     driver = "django_driver.py"
 
     def unsupported(self, ids: Sequence[str]) -> list[str]:
-        return [
-            test_id for test_id in ids if not test_id.strip() or test_id != test_id.strip() or "\n" in test_id
-        ]
+        return unreadable(self.name, ids)
 
     def test_files(self, ids: Sequence[str], test_patch: str) -> list[str]:
         files: list[str] = []

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from gym_swe.grading.runners.base import TestRunner
-from gym_swe.tasks.test_ids import files_to_run, unsupported
+from gym_swe.tasks.id_formats import unreadable
+from gym_swe.tasks.test_ids import files_to_run
 
 if TYPE_CHECKING:
     from gym_swe.grading.repository import Environment
@@ -26,7 +27,7 @@ class PytestRunner(TestRunner):
     junit = True
 
     def unsupported(self, ids: Sequence[str]) -> list[str]:
-        return unsupported(ids)
+        return unreadable(self.name, ids)
 
     def test_files(self, ids: Sequence[str], test_patch: str) -> list[str]:
         return files_to_run(ids)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from gym_swe.grading.diffs import split_diff
 from gym_swe.grading.runners.base import TestRunner
+from gym_swe.tasks.id_formats import is_sympy_test_name, unreadable
 
 if TYPE_CHECKING:
     from gym_swe.grading.repository import Environment
@@ -55,7 +56,7 @@ class SympyRunner(TestRunner):
 
     def unsupported(self, ids: Sequence[str]) -> list[str]:
         """Ids that are not a test function's name as sympy's runner collects it (``test_`` + identifier)."""
-        return [test_id for test_id in ids if not _is_test_name(test_id)]
+        return unreadable(self.name, ids)
 
     def test_files(self, ids: Sequence[str], test_patch: str) -> list[str]:
         """The test patch's files that sympy's runner selects (``test_*.py`` under ``sympy/``), in the
@@ -98,10 +99,6 @@ class SympyRunner(TestRunner):
         return {"PYTHONWARNINGS": WARNINGS}
 
 
-def _is_test_name(name: str) -> bool:
-    return name.startswith("test_") and name.isidentifier()
-
-
 def is_test_file(path: str) -> bool:
     """Whether sympy's runner selects ``path`` (relative, ``/``-separated): ``test_*.py`` under ``sympy/``."""
     pure = PurePosixPath(path)
@@ -113,7 +110,7 @@ def module_functions(body: Sequence[ast.stmt]) -> Iterator[str]:
     top level and in the blocks of top-level ``if``/``try``/``with``/``for``/``while`` statements."""
     for statement in body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if _is_test_name(statement.name):
+            if is_sympy_test_name(statement.name):
                 yield statement.name
         elif isinstance(statement, (ast.If, ast.For, ast.While, ast.With, ast.AsyncFor, ast.AsyncWith)):
             yield from module_functions(statement.body)
