@@ -104,7 +104,7 @@ def pip_config_files() -> list[Path]:
 
 def host_pip_settings() -> dict[str, str]:
     """The host's pip settings other than package sources, as ``PIP_*`` variables (its files', then its
-    environment's): a jail's pip sees neither otherwise."""
+    environment's): a dated install reads no configuration file, so these carry what it still needs."""
     settings: dict[str, str] = {}
     for path in pip_config_files():
         parser = configparser.ConfigParser(interpolation=None)
@@ -129,8 +129,19 @@ def host_pip_settings() -> dict[str, str]:
 
 
 def upstream_index() -> str:
-    """The index pip on this machine uses (``PIP_INDEX_URL``, else PyPI's)."""
-    return (os.environ.get("PIP_INDEX_URL") or DEFAULT_UPSTREAM).rstrip("/")
+    """The index pip on this machine uses: ``PIP_INDEX_URL``, else its configuration files' ``index-url``
+    (the last that sets it), else PyPI's."""
+    found = DEFAULT_UPSTREAM
+    for path in pip_config_files():
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(path)
+        except (OSError, configparser.Error):
+            continue
+        for section in ("global", "install"):
+            if parser.has_option(section, "index-url"):
+                found = parser.get(section, "index-url").split()[0]
+    return (os.environ.get("PIP_INDEX_URL") or found).rstrip("/")
 
 
 class DatedIndex:

@@ -171,3 +171,25 @@ def test_a_prepared_environment_is_resolved_as_of_its_date(world: World, tmp_pat
     assert versions["today"] != "1.16.0"
     # The two are different environments, each prepared once.
     assert environment_dir(tasks.get("today")) != environment_dir(tasks.get("dated"))
+
+
+def test_the_upstream_is_the_index_pip_is_configured_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gym_swe.tasks.dated_index import upstream_index
+
+    config = tmp_path / "pip.conf"
+    config.write_text("[global]\nindex-url = https://mirror.example/simple/\ncert = /x.pem\n")
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
+    assert upstream_index() == "https://mirror.example/simple"
+    monkeypatch.setenv("PIP_INDEX_URL", "https://other.example/simple")
+    assert upstream_index() == "https://other.example/simple"
+    monkeypatch.setenv("XDG_CONFIG_DIRS", str(tmp_path / "none"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "none"))
+    from gym_swe.tasks.dated_index import host_pip_settings
+
+    settings = host_pip_settings()
+    assert settings.get("PIP_CERT") == os.environ.get("PIP_CERT", "/x.pem")
+    assert "PIP_INDEX_URL" not in settings and "PIP_CONFIG_FILE" not in settings
