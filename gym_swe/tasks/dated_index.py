@@ -209,11 +209,16 @@ class DatedIndex:
         request = urllib.request.Request(f"{self.upstream}/{name}/", headers={"Accept": JSON_ACCEPT})
         try:
             with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT) as response:
-                data = json.loads(response.read())
+                text = response.read()
         except urllib.error.HTTPError as error:
             return error.code, b""
-        except (OSError, ValueError) as error:
+        except OSError as error:
             self.problems.append(f"{name}: {error}")
+            return 502, b""
+        try:
+            data = json.loads(text)
+        except ValueError:  # an index that answers HTML only (PEP 503): it has no upload times to give
+            self.problems.append(f"{name}: the index {self.upstream} gives no upload times (no PEP 691 JSON)")
             return 502, b""
         body = self.render(name, data.get("files") or ())
         with self._lock:

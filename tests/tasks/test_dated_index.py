@@ -86,6 +86,16 @@ class NoUploadTimes(BaseHTTPRequestHandler):
     """An index that speaks PEP 691 but gives no upload times (as some mirrors and proxies do)."""
 
     def do_GET(self) -> None:
+        if self.path.startswith("/simple/html/"):
+            page = (
+                b'<html><body><a href="https://example.invalid/six.whl">six-1.16.0-py2.py3-none-any.whl</a>'
+            )
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            return
         body = json.dumps({"meta": {"api-version": "1.0"}, "name": "six", "files": [
             {"filename": "six-1.16.0-py2.py3-none-any.whl", "url": "https://example.invalid/six.whl",
              "hashes": {}}]}).encode()  # fmt: skip
@@ -113,6 +123,14 @@ def test_an_index_without_upload_times_cannot_be_honoured(undated_upstream: str)
         status, body = index.page("six")
     assert status == 200 and b"six-1.16.0" not in body
     with pytest.raises(TaskError, match=r"^index_date cannot be honoured: six: the index .* no upload times"):
+        honoured(index)
+    # an index that answers HTML only (PEP 503, no JSON) has none either
+    with DatedIndex(parse_date("2024-06-01"), upstream=undated_upstream + "/html") as index:
+        status, _ = index.page("six")
+    assert status == 502
+    with pytest.raises(
+        TaskError, match=r"^index_date cannot be honoured: six: .* no upload times \(no PEP 691"
+    ):
         honoured(index)
 
 
