@@ -102,10 +102,10 @@ def pip_config_files() -> list[Path]:
     return files
 
 
-def host_pip_settings() -> dict[str, str]:
-    """The host's pip settings other than package sources, as ``PIP_*`` variables (its files', then its
-    environment's): a dated install reads no configuration file, so these carry what it still needs."""
-    settings: dict[str, str] = {}
+def pip_config_items() -> list[tuple[str, str]]:
+    """(key, value) of the ``global`` and ``install`` sections of pip's configuration files, in the order
+    pip reads them (a later one wins)."""
+    items: list[tuple[str, str]] = []
     for path in pip_config_files():
         parser = configparser.ConfigParser(interpolation=None)
         try:
@@ -114,33 +114,26 @@ def host_pip_settings() -> dict[str, str]:
             continue
         for section in ("global", "install"):
             if parser.has_section(section):
-                for key, value in parser.items(section):
-                    if key not in SOURCES:
-                        settings["PIP_" + key.upper().replace("-", "_")] = value
-    variables = {"PIP_" + key.upper().replace("-", "_") for key in SOURCES} | {"PIP_CONFIG_FILE"}
-    settings.update(
-        {
-            name: value
-            for name, value in os.environ.items()
-            if name.startswith("PIP_") and name not in variables
-        }
-    )
-    return settings
+                items += parser.items(section)
+    return items
+
+
+def host_pip_settings() -> dict[str, str]:
+    """The host's pip settings other than package sources, as ``PIP_*`` variables (its files', then its
+    environment's): a dated install reads no configuration file, so these carry what it still needs."""
+    settings = {"PIP_" + key.upper().replace("-", "_"): value for key, value in pip_config_items()}
+    settings.update({name: value for name, value in os.environ.items() if name.startswith("PIP_")})
+    sources = {"PIP_" + key.upper().replace("-", "_") for key in SOURCES} | {"PIP_CONFIG_FILE"}
+    return {name: value for name, value in settings.items() if name not in sources}
 
 
 def upstream_index() -> str:
     """The index pip on this machine uses: ``PIP_INDEX_URL``, else its configuration files' ``index-url``
     (the last that sets it), else PyPI's."""
     found = DEFAULT_UPSTREAM
-    for path in pip_config_files():
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read(path)
-        except (OSError, configparser.Error):
-            continue
-        for section in ("global", "install"):
-            if parser.has_option(section, "index-url"):
-                found = parser.get(section, "index-url").split()[0]
+    for key, value in pip_config_items():
+        if key == "index-url":
+            found = value.split()[0]
     return (os.environ.get("PIP_INDEX_URL") or found).rstrip("/")
 
 
