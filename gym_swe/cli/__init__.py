@@ -35,7 +35,9 @@ from collections.abc import Callable, Sequence
 from gym_swe.cli.options import Parser
 from gym_swe.errors import GymSweError
 
-COMMANDS = ("envs", "play", "validate", "prepare", "eval", "serve", "view", "images", "harnesses", "sandbox")
+COMMANDS = (
+    "envs", "play", "validate", "prepare", "eval", "serve", "view", "images", "harnesses", "sandbox", "tasks",
+)  # fmt: skip
 """The subcommands, in the order ``gym-swe --help`` lists them; each is the module ``gym_swe.cli.<name>``."""
 
 
