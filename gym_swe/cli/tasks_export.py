@@ -1,5 +1,5 @@
 """`gym-swe tasks export --format harbor`: gym_swe's tasks as Harbor task folders whose verifier is gym_swe's
-own grader (`gym_swe.tasks.harbor_export`; docs/harbor.md, "Export")."""
+own grader (`gym_swe.integrations.harbor_export`; docs/harbor.md, "Export")."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out {args.out}: not a directory")
     if args.wheels is not None and not Path(args.wheels).is_dir():
         raise ConfigError(f"--wheels {args.wheels}: not a directory")
-    from gym_swe.tasks.harbor_export import export_tasks
+    from gym_swe.integrations.harbor_export import export_tasks
 
     written = export_tasks(args.env, args.tasks, out, args.task_id or (), args.wheels)
     for exported in written:

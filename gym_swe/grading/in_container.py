@@ -1,4 +1,4 @@
-"""gym_swe's own grader, run as the verifier of an exported Harbor task (`gym_swe.tasks.harbor_export`).
+"""gym_swe's own grader, run as the verifier of an exported Harbor task (`gym_swe.integrations.harbor_export`).
 
 Harbor runs ``tests/test.sh`` inside the agent's own container, after the agent, as root. test.sh runs
 ``python -m gym_swe.grading.in_container /tests/task.json`` with gym_swe's venv, which grades as the env
@@ -32,6 +32,7 @@ import os
 import pwd
 import shutil
 import stat
+import subprocess
 import sys
 import time
 import traceback
@@ -58,6 +59,7 @@ def main(argv: list[str]) -> int:
     start = time.monotonic()
     try:
         quiet_the_agent(spec.get("agent_user", AGENT_USER))
+        own_logs()
         if spec["kind"] == "function":
             grade = grade_function_task(spec)
         else:
@@ -65,9 +67,9 @@ def main(argv: list[str]) -> int:
     except Exception:  # the grader's own failure: reward 0, and the reason where a person reads it
         grade = Grade(tests=(), resolved=False, reward=0.0, error=traceback.format_exc()[-4000:])
     grade = replace(grade, duration=time.monotonic() - start)
-    LOGS.mkdir(parents=True, exist_ok=True)
-    (LOGS / "grade.json").write_text(json.dumps(grade.to_dict()))
-    (LOGS / "reward.txt").write_text(f"{grade.reward}\n")
+    own_logs()  # again: whatever the grade's commands left there goes (their processes are gone by now)
+    write_new(LOGS / "grade.json", json.dumps(grade.to_dict()))
+    write_new(LOGS / "reward.txt", f"{grade.reward}\n")
     print(f"gym_swe: reward {grade.reward} ({'resolved' if grade.resolved else 'not resolved'}"
           f"{'; ' + (grade.rejection or grade.error or '').splitlines()[-1] if grade.rejection or grade.error else ''})")  # fmt: skip
     return 0
@@ -89,6 +91,24 @@ def quiet_the_agent(agent_user: str) -> None:
             remove(child)
         for child in Path(directory).glob(".*"):
             remove(child)
+
+
+def own_logs() -> None:
+    """/logs/verifier as root's alone and empty: Harbor may leave it writable by all, and a reward.json
+    written there by the agent or the code under test would be read in place of ours."""
+    if LOGS.is_symlink() or (LOGS.exists() and not LOGS.is_dir()):
+        LOGS.unlink()
+    LOGS.mkdir(parents=True, exist_ok=True)
+    os.chown(LOGS, 0, 0)
+    os.chmod(LOGS, 0o755)
+    for child in [*LOGS.glob("*"), *LOGS.glob(".*")]:
+        remove(child)
+
+
+def write_new(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as file:
+        file.write(text)
 
 
 def remove(path: Path) -> None:
@@ -183,7 +203,10 @@ def grade_repository_task(spec: dict[str, Any]) -> Grade:
     agent_tree = STATE / "agent"
     remove(agent_tree)
     STATE.mkdir(parents=True, exist_ok=True)
-    os.rename(workdir, agent_tree)  # the agent's tree, as it stands; the work dir becomes pristine copies
+    # The agent's tree, as it stands (cp -a: links as links, a FIFO as a FIFO, nothing opened; a rename
+    # fails across overlayfs layers); the work dir then holds fresh pristine copies.
+    subprocess.run(["cp", "-a", "--", workdir, str(agent_tree)], check=True, capture_output=True)
+    remove(Path(workdir))
     give_to(agent_tree, READER_USER)
     runner = runner_named(task.test_runner)
     files = runner.test_files([*task.fail_to_pass, *task.pass_to_pass], task.test_patch)

@@ -214,6 +214,9 @@ def dockerfile(image: str, workdir: str, starting: dict[str, str], function: boo
         f"RUN useradd -m -s /bin/bash {AGENT_USER} && useradd -M -s /usr/sbin/nologin gymswe-grader "
         "&& useradd -M -s /usr/sbin/nologin gymswe-reader",
         f"RUN mkdir -p {workdir}",
+        # /tests exists before the verifier's files are put in it, root's alone: a process the agent left
+        # running cannot read them in the moment before test.sh starts (and kills it)
+        "RUN mkdir -p /tests /logs/verifier && chmod 700 /tests",
     ]
     for name, text in starting.items():
         script = "import sys; open(sys.argv[1], 'w').write(%s)" % json.dumps(text)
