@@ -33,6 +33,11 @@ def add_to(actions: Any) -> None:
     parser.add_argument(
         "--wheels", help="a directory of wheels for gym_swe's dependencies (else pip downloads them)"
     )
+    parser.add_argument(
+        "--build", action="store_true",
+        help="also build each task's image here and name it in task.toml (docker_image), for runtimes that "
+        "run an image rather than build a Dockerfile (verifiers' Harbor taskset)",
+    )  # fmt: skip
     parser.set_defaults(run=run)
 
 
@@ -44,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--wheels {args.wheels}: not a directory")
     from gym_swe.integrations.harbor_export import export_tasks
 
-    written = export_tasks(args.env, args.tasks, out, args.task_id or (), args.wheels)
+    written = export_tasks(args.env, args.tasks, out, args.task_id or (), args.wheels, args.build)
     for exported in written:
         print(f"{exported.task_id}\t{exported.path}")
     return 0

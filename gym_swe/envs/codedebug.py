@@ -121,11 +121,19 @@ class CodeDebugEnv(ToolEnv):
             return None
         return f"from solution import *  # noqa: F403\n\n\n{tests.rstrip()}\n\nprint('All tests passed.')\n"
 
-    def _prepare(self, task: FunctionTask, sandbox: Sandbox) -> None:
-        sandbox.write_file(f"{WORKDIR}/{SOLUTION}", task.buggy_code)
+    def starting_files(self, task_id: str) -> dict[str, str]:
+        """The files ``reset`` writes into ``/workspace`` for ``task_id`` (name -> text), without starting an
+        episode (an export writes them into an image of its own)."""
+        task = self.tasks.get(task_id)
+        files = {SOLUTION: task.buggy_code}
         test_file = self._test_file(task)
         if test_file is not None:
-            sandbox.write_file(f"{WORKDIR}/{TEST_FILE}", test_file)
+            files[TEST_FILE] = test_file
+        return files
+
+    def _prepare(self, task: FunctionTask, sandbox: Sandbox) -> None:
+        for name, text in self.starting_files(task.task_id).items():
+            sandbox.write_file(f"{WORKDIR}/{name}", text)
 
     def _prompt(self, task: FunctionTask) -> tuple[str, str]:
         if self._test_file(task) is None:

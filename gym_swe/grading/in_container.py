@@ -1,4 +1,4 @@
-"""gym_swe's own grader, run as the verifier of an exported Harbor task (`gym_swe.integrations.harbor_export`).
+"""gym_swe's own grader, run as the verifier of an exported Harbor task (`integrations.harbor_export`).
 
 Harbor runs ``tests/test.sh`` inside the agent's own container, after the agent, as root. test.sh runs
 ``python -m gym_swe.grading.in_container /tests/task.json`` with gym_swe's venv, which grades as the env
@@ -60,18 +60,17 @@ def main(argv: list[str]) -> int:
     try:
         quiet_the_agent(spec.get("agent_user", AGENT_USER))
         own_logs()
-        if spec["kind"] == "function":
-            grade = grade_function_task(spec)
-        else:
-            grade = grade_repository_task(spec)
+        function = spec["kind"] == "function"
+        grade = grade_function_task(spec) if function else grade_repository_task(spec)
     except Exception:  # the grader's own failure: reward 0, and the reason where a person reads it
         grade = Grade(tests=(), resolved=False, reward=0.0, error=traceback.format_exc()[-4000:])
     grade = replace(grade, duration=time.monotonic() - start)
     own_logs()  # again: whatever the grade's commands left there goes (their processes are gone by now)
     write_new(LOGS / "grade.json", json.dumps(grade.to_dict()))
     write_new(LOGS / "reward.txt", f"{grade.reward}\n")
-    print(f"gym_swe: reward {grade.reward} ({'resolved' if grade.resolved else 'not resolved'}"
-          f"{'; ' + (grade.rejection or grade.error or '').splitlines()[-1] if grade.rejection or grade.error else ''})")  # fmt: skip
+    why = (grade.rejection or grade.error or "").strip().splitlines()
+    verdict = "resolved" if grade.resolved else "not resolved"
+    print(f"gym_swe: reward {grade.reward} ({verdict}{'; ' + why[-1] if why else ''})")  # test.sh's log
     return 0
 
 

@@ -18,6 +18,7 @@ One folder per task (``OUT/<task id>``, the id made safe for a path):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -58,12 +59,19 @@ def folder_name(task_id: str) -> str:
 
 
 def export_tasks(
-    env_id: str, source: str, out: str | Path, task_ids: Sequence[str] = (), wheels: str | Path | None = None
+    env_id: str,
+    source: str,
+    out: str | Path,
+    task_ids: Sequence[str] = (),
+    wheels: str | Path | None = None,
+    build: bool = False,
 ) -> list[Exported]:
     """Write the tasks of ``env_id``/``source`` (all, or ``task_ids``) as Harbor task folders under ``out``.
 
     ``wheels``: a directory of wheels for gym_swe's dependencies (for an offline export); else they are
-    downloaded for the image's Python with pip, from the index pip is configured with.
+    downloaded for the image's Python with pip, from the index pip is configured with. ``build``: also
+    build each folder's image here and name it in its task.toml (``[environment] docker_image``), for
+    runtimes that run an image rather than build a Dockerfile (verifiers' Harbor taskset).
     """
     if env_id not in ENVS:
         raise ConfigError(f"env {env_id!r} cannot be exported; choose one of {', '.join(ENVS)}")
@@ -71,7 +79,7 @@ def export_tasks(
 
     import gym_swe  # noqa: F401  (registers the envs)
 
-    env = gymnasium.make(env_id, tasks=source, sandbox="docker").unwrapped
+    env: Any = gymnasium.make(env_id, tasks=source, sandbox="docker").unwrapped
     unknown = [task_id for task_id in task_ids if task_id not in env.tasks]
     if unknown:
         raise ConfigError(f"unknown task id(s) {unknown} in {source!r}")
@@ -90,6 +98,10 @@ def export_tasks(
             if folder.exists():
                 shutil.rmtree(folder)
             write_task(env, env_id, task, image, wheelhouses[python], folder)
+            if build:
+                tag = build_image(folder)
+                with (folder / "task.toml").open("a") as config:
+                    config.write(f'docker_image = "{tag}"\n')
             logger.info("exported %s -> %s", task.task_id, folder)
             written.append(Exported(task.task_id, folder))
     return written
@@ -152,6 +164,18 @@ def build_wheelhouse(dest: Path, python: str, wheels: str | Path | None) -> Path
     return dest
 
 
+def build_image(folder: Path) -> str:
+    """Build ``folder``'s environment here; its tag (``gym-swe-harbor-export:<folder>-<content digest>``)."""
+    digest = hashlib.sha256()
+    for path in sorted((folder / "environment").rglob("*")):
+        if path.is_file():
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    tag = f"gym-swe-harbor-export:{folder.name.lower()[:100]}-{digest.hexdigest()[:12]}"
+    # no network: the wheels are beside the Dockerfile, and nothing else is fetched
+    run(["docker", "build", "-q", "--network", "none", "-t", tag, str(folder / "environment")], f"build {tag}")
+    return tag
+
+
 def run(argv: list[str], what: str) -> None:
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode != 0:
@@ -175,10 +199,7 @@ def write_task(env: Any, env_id: str, task: Any, image: str, wheelhouse: Path, f
             "reward": "binary", "test_timeout": env.test_timeout, "grade_timeout": env.grade_timeout,
         }  # fmt: skip
         verifier_timeout = env.grade_timeout + VERIFIER_TIMEOUT[env_id]
-        starting = {"solution.py": task.buggy_code}
-        test_file = env._test_file(task)  # noqa: SLF001 (the env's own starting file, as it writes it)
-        if test_file is not None:
-            starting["test_solution.py"] = test_file
+        starting = env.starting_files(task.task_id)
         solve = f"cat > {workdir}/solution.py <<'GYM_SWE_GOLD'\n{task.fixed_code}GYM_SWE_GOLD\n"
     else:
         from gym_swe.grading.in_container import task_json
@@ -208,8 +229,8 @@ def dockerfile(image: str, workdir: str, starting: dict[str, str], function: boo
         f"FROM {image}",
         "USER root",
         "COPY wheels/ /opt/gym_swe/wheels/",
-        f"RUN python3 -m venv {VENV} && {VENV}/bin/pip install -q --no-index --find-links /opt/gym_swe/wheels "
-        "gym-swe && rm -rf /opt/gym_swe/wheels",
+        f"RUN python3 -m venv {VENV} && {VENV}/bin/pip install -q --no-index "
+        "--find-links /opt/gym_swe/wheels gym-swe && rm -rf /opt/gym_swe/wheels",
         # the agent's user, and the two the grader runs commands as (no login shell: nothing logs in)
         f"RUN useradd -m -s /bin/bash {AGENT_USER} && useradd -M -s /usr/sbin/nologin gymswe-grader "
         "&& useradd -M -s /usr/sbin/nologin gymswe-reader",
@@ -219,7 +240,7 @@ def dockerfile(image: str, workdir: str, starting: dict[str, str], function: boo
         "RUN mkdir -p /tests /logs/verifier && chmod 700 /tests",
     ]
     for name, text in starting.items():
-        script = "import sys; open(sys.argv[1], 'w').write(%s)" % json.dumps(text)
+        script = f"import sys; open(sys.argv[1], 'w').write({json.dumps(text)})"
         lines.append(f"RUN python3 -c {shlex.quote(script)} {workdir}/{name}")
     lines += [
         # the pristine tree, root's alone: grading diffs against it and grades in copies of it

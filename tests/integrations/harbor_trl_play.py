@@ -12,7 +12,8 @@ from trl.experimental.harbor import HarborSpec
 
 
 def main(tasks: str, cases_path: str) -> None:
-    cases = json.loads(open(cases_path).read())
+    with open(cases_path) as file:
+        cases = json.load(file)
     spec = HarborSpec(tasks, agent="bash", environment_type="docker")
     rows = {row["task_dir"].rsplit("/", 1)[-1]: row for row in spec.train_dataset}
     rewards = {}
@@ -23,8 +24,14 @@ def main(tasks: str, cases_path: str) -> None:
             assert instruction.strip(), "no instruction"
             outputs = [env.bash(command) for command in commands]
             (reward,) = spec.reward_funcs(environments=[env])
-            rewards[f"{name}/{case}"] = {"reward": reward, "outputs": outputs, "whoami": env.bash("whoami").strip()}
-            env._run(env._stop())  # the sandbox is not needed past its reward (TRL tears it down at the next reset)
+            rewards[f"{name}/{case}"] = {
+                "reward": reward,
+                "outputs": outputs,
+                "whoami": env.bash("whoami").strip(),
+            }
+            env._run(
+                env._stop()
+            )  # the sandbox is not needed past its reward (TRL tears it down at the next reset)
     print(json.dumps(rewards))
 
 

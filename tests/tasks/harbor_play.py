@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import tomllib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 
 def docker(*argv: str, check: bool = True, timeout: float = 900) -> subprocess.CompletedProcess[str]:
@@ -55,3 +57,29 @@ def play(task: Path, commands: list[str] = (), solve: bool = False) -> Played:  
         return Played(reward, grade, files)
     finally:
         docker("rm", "-f", container, check=False)
+
+
+CODEDEBUG_ID = "GymSwe/0"
+SWE_ID = "gymswe__semverkit-1"
+
+
+def export(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``gym-swe tasks export ARGV`` run from ``cwd``."""
+    return subprocess.run(
+        [sys.executable, "-m", "gym_swe.cli", "tasks", "export", *argv], capture_output=True, text=True,
+        cwd=cwd, timeout=900,
+    )  # fmt: skip
+
+
+def export_examples(out: Path) -> Path:
+    """One bundled CodeDebug task and one bundled SWE task (its image built first, if it is not) under
+    ``out``, as ``GymSwe__0`` and ``gymswe__semverkit-1``."""
+    from gym_swe.tasks.images import build_task_image
+    from gym_swe.tasks.repos import RepoSource
+    from gym_swe.tasks.swe import load_swe_tasks
+
+    build_task_image(load_swe_tasks("bundled").get(SWE_ID), RepoSource(None), log=lambda _: None)
+    for env_id, task_id in (("CodeDebug-v0", CODEDEBUG_ID), ("SWEGym-v0", SWE_ID)):
+        done = export(out, "--format", "harbor", "--env", env_id, "--out", str(out), "--task-id", task_id)
+        assert done.returncode == 0, done.stderr
+    return out

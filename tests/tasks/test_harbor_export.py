@@ -5,8 +5,6 @@ gives the same commands; and what an agent could try against a verifier in its o
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import gymnasium
@@ -14,20 +12,10 @@ import pytest
 
 import gym_swe  # noqa: F401
 from gym_swe.tasks.functions import load_function_tasks
-from gym_swe.tasks.swe import load_swe_tasks
 from tests.conftest import require_docker
-from tests.tasks.harbor_play import play
+from tests.tasks.harbor_play import CODEDEBUG_ID, SWE_ID, export, export_examples, play
 
-CODEDEBUG_ID = "GymSwe/0"
-SWE_ID = "gymswe__semverkit-1"
 pytestmark = pytest.mark.docker
-
-
-def export(tmp: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gym_swe.cli", "tasks", "export", *argv], capture_output=True, text=True,
-        cwd=tmp, timeout=900,
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -57,15 +45,7 @@ def test_out_that_is_a_file_is_refused(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_docker()
-    from gym_swe.tasks.images import build_task_image
-    from gym_swe.tasks.repos import RepoSource
-
-    build_task_image(load_swe_tasks("bundled").get(SWE_ID), RepoSource(None), log=lambda _: None)
-    out = tmp_path_factory.mktemp("harbor")
-    for env_id, task_id in (("CodeDebug-v0", CODEDEBUG_ID), ("SWEGym-v0", SWE_ID)):
-        done = export(out, "--format", "harbor", "--env", env_id, "--out", str(out), "--task-id", task_id)
-        assert done.returncode == 0, done.stderr
-    return out
+    return export_examples(tmp_path_factory.mktemp("harbor"))
 
 
 def test_folder_holds_what_harbor_reads(exported: Path) -> None:
@@ -73,7 +53,13 @@ def test_folder_holds_what_harbor_reads(exported: Path) -> None:
 
     for name in ("GymSwe__0", SWE_ID):
         task = exported / name
-        for part in ("instruction.md", "task.toml", "environment/Dockerfile", "tests/test.sh", "solution/solve.sh"):
+        for part in (
+            "instruction.md",
+            "task.toml",
+            "environment/Dockerfile",
+            "tests/test.sh",
+            "solution/solve.sh",
+        ):
             assert (task / part).is_file(), part
         config = tomllib.loads((task / "task.toml").read_text())
         assert config["environment"]["allow_internet"] is False and config["agent"]["user"] == "agent"
@@ -91,8 +77,12 @@ def gym_swe_reward(env_id: str, task_id: str, commands: list[str]) -> float:
     try:
         env.reset(options={"task_id": task_id})
         for command in commands:
-            env.step(f'<tool_call>{json.dumps({"name": "bash", "arguments": {"command": command}})}</tool_call>')
-        _, reward, terminated, _, info = env.step('<tool_call>{"name": "submit", "arguments": {}}</tool_call>')
+            env.step(
+                f"<tool_call>{json.dumps({'name': 'bash', 'arguments': {'command': command}})}</tool_call>"
+            )
+        _, reward, terminated, _, info = env.step(
+            '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
+        )
         assert terminated and info["grade"]["error"] is None, info["grade"]
         return float(reward)
     finally:
@@ -102,7 +92,9 @@ def gym_swe_reward(env_id: str, task_id: str, commands: list[str]) -> float:
 def codedebug_wrong() -> str:
     task = load_function_tasks("bundled").get(CODEDEBUG_ID)
     # the last run appended, but without its count: half a fix
-    wrong = task.buggy_code.replace("    return ''.join(out)", "    out.append(prev)\n    return ''.join(out)")
+    wrong = task.buggy_code.replace(
+        "    return ''.join(out)", "    out.append(prev)\n    return ''.join(out)"
+    )
     assert wrong != task.buggy_code
     return f"cat > solution.py <<'EOF'\n{wrong}EOF"
 
@@ -115,7 +107,9 @@ SWE_WRONG = (
 
 @pytest.mark.parametrize("name, env_id, task_id", [("GymSwe__0", "CodeDebug-v0", CODEDEBUG_ID),
                                                   (SWE_ID, "SWEGym-v0", SWE_ID)])  # fmt: skip
-def test_gold_none_and_wrong_as_gym_swe_grades_them(exported: Path, name: str, env_id: str, task_id: str) -> None:
+def test_gold_none_and_wrong_as_gym_swe_grades_them(
+    exported: Path, name: str, env_id: str, task_id: str
+) -> None:
     task = exported / name
     gold = (task / "solution" / "solve.sh").read_text()
     wrong = codedebug_wrong() if env_id == "CodeDebug-v0" else SWE_WRONG
@@ -152,7 +146,7 @@ def test_a_process_left_running_cannot_read_the_tests_or_write_the_reward(export
     assert played.reward == 0.0 and played.files == ["grade.json", "reward.txt"], played.grade
 
 
-FORGER = '''
+FORGER = """
 import json, os
 for path in ("/tests/task.json", "/logs/verifier/reward.txt", "/logs/verifier/reward.json"):
     try:
@@ -163,7 +157,7 @@ for path in ("/tests/task.json", "/logs/verifier/reward.txt", "/logs/verifier/re
             open(path, "w").write('{"reward": 1}' if path.endswith("json") else "1")
     except OSError:
         pass
-'''
+"""
 
 
 def test_code_under_test_cannot_read_the_tests_nor_write_the_reward(exported: Path) -> None:
