@@ -172,7 +172,8 @@ def build_image(folder: Path) -> str:
             digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
     tag = f"gym-swe-harbor-export:{folder.name.lower()[:100]}-{digest.hexdigest()[:12]}"
     # no network: the wheels are beside the Dockerfile, and nothing else is fetched
-    run(["docker", "build", "-q", "--network", "none", "-t", tag, str(folder / "environment")], f"build {tag}")
+    context = str(folder / "environment")
+    run(["docker", "build", "-q", "--network", "none", "-t", tag, context], f"build {tag}")
     return tag
 
 
