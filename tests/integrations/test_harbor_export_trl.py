@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import _unavailable, require_docker
-from tests.tasks.harbor_play import CODEDEBUG_ID, SWE_ID, export_examples
-from tests.tasks.test_harbor_export import SWE_WRONG, codedebug_wrong, gym_swe_reward
+from tests.integrations.harbor_play import CODEDEBUG_ID, SWE_ID, export_examples
+from tests.integrations.test_harbor_export import SWE_WRONG, codedebug_wrong, gym_swe_reward
 
 pytestmark = pytest.mark.docker
 PLAYER = Path(__file__).with_name("harbor_trl_play.py")

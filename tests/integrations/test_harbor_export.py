@@ -13,33 +13,9 @@ import pytest
 import gym_swe  # noqa: F401
 from gym_swe.tasks.functions import load_function_tasks
 from tests.conftest import require_docker
-from tests.tasks.harbor_play import CODEDEBUG_ID, SWE_ID, export, export_examples, play
+from tests.integrations.harbor_play import CODEDEBUG_ID, SWE_ID, export_examples, play
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.mark.parametrize(
-    "argv, says",
-    [
-        (["--format", "terminal-bench", "--env", "CodeDebug-v0", "--out", "o"], "Unknown value 'terminal-bench'"),
-        (["--format", "harbor", "--env", "Harbor-v0", "--out", "o"], "Unknown value 'Harbor-v0'"),
-        (["--format", "harbor", "--env", "CodeDebug-v0", "--out", "o", "--task-id", "Nope/1"], "Nope/1"),
-        (["--format", "harbor", "--env", "CodeDebug-v0", "--out", "o", "--wheels", "none"], "--wheels none"),
-        (["--format", "harbor", "--env", "CodeDebug-v0", "--out", "o", "--tasks", "x.jsonl"], "x.jsonl"),
-        (["--format", "harbor", "--env", "CodeDebug-v0"], "--out"),
-    ],
-)  # fmt: skip
-def test_bad_flags_fail_in_one_line_before_writing(tmp_path: Path, argv: list[str], says: str) -> None:
-    done = export(tmp_path, *argv)
-    assert done.returncode == 2, done.stderr
-    assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    assert not (tmp_path / "o").exists()
-
-
-def test_out_that_is_a_file_is_refused(tmp_path: Path) -> None:
-    (tmp_path / "o").write_text("")
-    done = export(tmp_path, "--format", "harbor", "--env", "CodeDebug-v0", "--out", "o")
-    assert done.returncode == 2 and done.stderr.strip() == "gym-swe: error: --out o: not a directory"
 
 
 @pytest.fixture(scope="module")
