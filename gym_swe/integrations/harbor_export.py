@@ -85,15 +85,15 @@ def export_tasks(
         raise ConfigError(f"unknown task id(s) {unknown} in {source!r}")
     tasks = [env.tasks.get(task_id) for task_id in task_ids] if task_ids else list(env.tasks)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     written = []
+    # Every task's image and its Python first: one that is missing fails before anything is written.
+    images = [(task, image, image_python(image)) for task in tasks for image in [base_image(env, task)]]
     with tempfile.TemporaryDirectory(prefix="gym_swe-export-") as scratch:
         wheelhouses: dict[str, Path] = {}
-        for task in tasks:
-            image = base_image(env, task)
-            python = image_python(image)
-            if python not in wheelhouses:
-                wheelhouses[python] = build_wheelhouse(Path(scratch) / python, python, wheels)
+        for python in sorted({python for _, _, python in images}):
+            wheelhouses[python] = build_wheelhouse(Path(scratch) / python, python, wheels)
+        out.mkdir(parents=True, exist_ok=True)
+        for task, image, python in images:
             folder = out / folder_name(task.task_id)
             if folder.exists():
                 shutil.rmtree(folder)
