@@ -1,6 +1,7 @@
 """Playing an exported Harbor task folder the way Harbor does, with plain docker: build ``environment/``,
-run the agent's commands as the task's agent user, put ``tests/`` into ``/tests`` after the agent, run
-``bash /tests/test.sh`` as root from the work dir, read ``/logs/verifier/reward.txt``."""
+make ``/logs/verifier`` writable by all, run the agent's commands as the task's agent user, remove stale reward
+files, put ``tests/`` into ``/tests`` after the agent, run ``bash /tests/test.sh`` as root from the work dir,
+read ``/logs/verifier/reward.txt``."""
 
 from __future__ import annotations
 
@@ -35,26 +36,37 @@ class Played:
     grade: dict[str, Any]
     files: list[str]
     """What /logs/verifier held after the verifier."""
+    before: str = ""
+    """What ``probe`` printed, run as root after the agent's commands and before the tests were uploaded."""
 
 
-def play(task: Path, commands: list[str] = (), solve: bool = False) -> Played:  # type: ignore[assignment]
+def play(
+    task: Path,
+    commands: list[str] = (),  # type: ignore[assignment]
+    solve: bool = False,
+    probe: str = "true",
+) -> Played:
     """Run ``commands`` (bash, as the agent user, from the work dir; ``solve``: solution/solve.sh), then the
     verifier; the reward it wrote and the grade gym_swe wrote beside it."""
     config = tomllib.loads((task / "task.toml").read_text())
     user, workdir = config["agent"]["user"], config["environment"]["workdir"]
     container = docker("run", "-d", "--network", "none", build(task), "sleep", "infinity").stdout.strip()
     try:
+        # as Harbor does: the verifier's log dir there from the start, writable by all
+        docker("exec", container, "bash", "-c", "mkdir -p /logs/verifier && chmod 777 /logs/verifier")
         if solve:
             docker("cp", str(task / "solution"), f"{container}:/solution")
             commands = [*commands, "bash /solution/solve.sh"]
         for command in commands:
             docker("exec", "-u", user, "-w", workdir, container, "bash", "-c", command)
+        docker("exec", container, "rm", "-f", "/logs/verifier/reward.txt", "/logs/verifier/reward.json")
+        before = docker("exec", container, "bash", "-c", probe).stdout
         docker("cp", f"{task / 'tests'}/.", f"{container}:/tests")
         docker("exec", "-w", workdir, container, "bash", "/tests/test.sh")
         files = docker("exec", container, "ls", "-A", "/logs/verifier").stdout.split()
         reward = float(docker("exec", container, "cat", "/logs/verifier/reward.txt").stdout)
         grade = json.loads(docker("exec", container, "cat", "/logs/verifier/grade.json").stdout)
-        return Played(reward, grade, files)
+        return Played(reward, grade, files, before)
     finally:
         docker("rm", "-f", container, check=False)
 

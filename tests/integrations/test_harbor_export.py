@@ -118,7 +118,10 @@ sleep 0.5"""
 
 
 def test_a_process_left_running_cannot_read_the_tests_or_write_the_reward(exported: Path) -> None:
-    played = play(exported / "GymSwe__0", [LINGER])
+    alive = "sleep 0.3; pgrep -u agent -c bash; cat /logs/verifier/reward.txt"
+    played = play(exported / "GymSwe__0", [LINGER], probe=alive)
+    count, written = played.before.split()
+    assert int(count) >= 1 and written == "1"  # it ran, and wrote its reward, up to the moment tests came
     assert played.reward == 0.0 and played.files == ["grade.json", "reward.txt"], played.grade
 
 
