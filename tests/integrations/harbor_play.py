@@ -20,6 +20,17 @@ def docker(*argv: str, check: bool = True, timeout: float = 900) -> subprocess.C
     return subprocess.run(["docker", *argv], capture_output=True, text=True, check=check, timeout=timeout)
 
 
+BUILT: set[str] = set()
+"""The images `build` made in this process, for `remove_images`."""
+
+
+def remove_images() -> None:
+    """Remove the images `build` made (each export's wheel makes a new one: they would pile up)."""
+    for tag in sorted(BUILT):
+        docker("rmi", "-f", tag, check=False)
+    BUILT.clear()
+
+
 def build(task: Path) -> str:
     digest = hashlib.sha256(
         b"".join(p.read_bytes() for p in sorted((task / "environment").rglob("*")) if p.is_file())
@@ -27,6 +38,7 @@ def build(task: Path) -> str:
     tag = f"gym-swe-export-test:{task.name.lower()}-{digest}"
     if docker("image", "inspect", tag, check=False).returncode != 0:
         docker("build", "-q", "--network", "none", "-t", tag, str(task / "environment"))
+    BUILT.add(tag)
     return tag
 
 

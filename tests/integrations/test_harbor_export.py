@@ -5,6 +5,7 @@ gives the same commands; and what an agent could try against a verifier in its o
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import gymnasium
@@ -13,15 +14,16 @@ import pytest
 import gym_swe  # noqa: F401
 from gym_swe.tasks.functions import load_function_tasks
 from tests.conftest import require_docker
-from tests.integrations.harbor_play import CODEDEBUG_ID, SWE_ID, export_examples, play
+from tests.integrations.harbor_play import CODEDEBUG_ID, SWE_ID, export_examples, play, remove_images
 
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     require_docker()
-    return export_examples(tmp_path_factory.mktemp("harbor"))
+    yield export_examples(tmp_path_factory.mktemp("harbor"))
+    remove_images()
 
 
 def test_folder_holds_what_harbor_reads(exported: Path) -> None:
