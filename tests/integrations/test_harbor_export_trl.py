@@ -69,6 +69,7 @@ def test_trl_reports_gym_swe_s_grade(tmp_path: Path, exported: Path) -> None:
         **os.environ,
         "DOCKER_CONFIG": str(docker_config(tmp_path, python)),
         "TRL_EXPERIMENTAL_SILENCE": "1",
+        "TMPDIR": str(tmp_path),  # TRL's HarborEnv makes a trial dir per reset there and never removes it
     }
     done = subprocess.run(
         [str(python), str(PLAYER), str(exported), str(tmp_path / "cases.json")],
