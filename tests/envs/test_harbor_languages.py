@@ -22,8 +22,6 @@ import pytest
 import gym_swe  # noqa: F401  (registers the envs)
 from tests.conftest import REPO_ROOT, require_docker
 
-pytestmark = pytest.mark.docker
-
 BUNDLED = REPO_ROOT / "gym_swe" / "tasks" / "data" / "harbor"
 DATA = REPO_ROOT / "tests" / "data" / "harbor"
 TASKS = ("go-textwrap", "rust-ringbuf", "ts-bytesize")
@@ -84,24 +82,28 @@ def env():  # type: ignore[no-untyped-def]
     environment.close()
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("task", TASKS)
 def test_the_reference_fix_earns_one(env, task: str) -> None:  # type: ignore[no-untyped-def]
     reward, info = episode(env, task, [run_reference_fix(task)])
     assert (reward, verifier_said(info["grade"]), info["grade"]["integrity"]) == (1.0, "reward 1", "sealed")
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("task", TASKS)
 def test_no_change_earns_zero(env, task: str) -> None:  # type: ignore[no-untyped-def]
     reward, info = episode(env, task, [])
     assert (reward, verifier_said(info["grade"]), info["grade"]["integrity"]) == (0.0, "reward 0", "sealed")
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("task", TASKS)
 def test_a_wrong_fix_earns_zero(env, task: str) -> None:  # type: ignore[no-untyped-def]
     reward, info = episode(env, task, edits(task, "wrong"))
     assert (reward, verifier_said(info["grade"]), info["grade"]["integrity"]) == (0.0, "reward 0", "sealed")
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("task", TASKS)
 def test_forged_reward_and_checks_earn_nothing_without_the_fix(task: str) -> None:
     """The attack fools the verifier alone (1.0 where the verifier's reward is paid as it is), and earns 0.0

@@ -6,8 +6,8 @@ import "strings"
 
 // Wrap splits text into lines of at most width characters. Words are kept whole where they fit and
 // separated by single spaces; runs of whitespace, newlines included, count as one separator. A word
-// longer than width is cut into pieces of width characters. Width counts characters, not bytes, so
-// "naïve" is five wide. Wrap panics when width is less than 1.
+// longer than width is cut into pieces of width characters. Width counts characters (Unicode code
+// points), not bytes, so "naïve" is five wide. Wrap panics when width is less than 1.
 func Wrap(text string, width int) []string {
 	if width < 1 {
 		panic("textwrap: width must be at least 1")
