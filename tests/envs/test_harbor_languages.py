@@ -20,12 +20,11 @@ import gymnasium
 import pytest
 
 import gym_swe  # noqa: F401  (registers the envs)
+from gym_swe.tasks.harbor import BUNDLED_DIR, load_harbor_tasks
 from tests.conftest import REPO_ROOT, require_docker
 
-BUNDLED = REPO_ROOT / "gym_swe" / "tasks" / "data" / "harbor"
 DATA = REPO_ROOT / "tests" / "data" / "harbor"
 TASKS = ("go-textwrap", "rust-ringbuf", "ts-bytesize")
-WORKDIR = "/app"  # every bundled task's work dir (its task.toml's [environment] workdir)
 SUBMIT = '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
 
 
@@ -35,17 +34,18 @@ def tool_call(name: str, arguments: dict[str, Any]) -> str:
 
 def run_reference_fix(task: str) -> str:
     """The bash call an agent would make to run the task's solve.sh in the work dir (base64: no quoting)."""
-    script = (BUNDLED / task / "solution" / "solve.sh").read_bytes()
+    script = (BUNDLED_DIR / task / "solution" / "solve.sh").read_bytes()
     return tool_call("bash", {"command": f"echo {base64.b64encode(script).decode()} | base64 -d | bash"})
 
 
 def edits(task: str, kind: str) -> list[str]:
     """The str_replace_editor calls of ``tests/data/harbor/<task>.<kind>.json`` (``wrong``, ``attack``)."""
     spec = json.loads((DATA / f"{task}.{kind}.json").read_text(encoding="utf-8"))
+    workdir = load_harbor_tasks("bundled").get(task).workdir
     calls = []
     for edit in spec["edits"]:
         arguments = {key: value for key, value in edit.items() if key != "path"}
-        calls.append(tool_call("str_replace_editor", {**arguments, "path": f"{WORKDIR}/{edit['path']}"}))
+        calls.append(tool_call("str_replace_editor", {**arguments, "path": f"{workdir}/{edit['path']}"}))
     return calls
 
 
@@ -59,7 +59,7 @@ def episode(env: Any, task: str, actions: list[str]) -> tuple[float, dict[str, A
         results = env.unwrapped.history[-1].results
         assert results and all(result.ok for result in results), observation
     if actions:
-        status = env.unwrapped.sandbox.exec("git status --porcelain", cwd=WORKDIR)
+        status = env.unwrapped.sandbox.exec("git status --porcelain")  # the image commits the project
         assert status.stdout.strip(), "the actions changed nothing in the work dir"
     _, reward, terminated, _, info = env.step(SUBMIT)
     assert terminated, info
@@ -127,9 +127,9 @@ def test_the_tasks_share_their_toolchain_layer() -> None:
     """The first RUN line is the same in every bundled task's Dockerfile, so docker builds the toolchains
     once for all of them."""
     first_runs = {
-        next(line for line in (BUNDLED / task / "environment" / "Dockerfile").read_text().splitlines()
+        next(line for line in (BUNDLED_DIR / task / "environment" / "Dockerfile").read_text().splitlines()
              if line.startswith("RUN "))
         for task in TASKS
     }  # fmt: skip
     assert len(first_runs) == 1, first_runs
-    assert set(TASKS) <= {path.name for path in BUNDLED.iterdir() if (path / "task.toml").is_file()}
+    assert set(TASKS) <= {task.task_id for task in load_harbor_tasks("bundled")}
