@@ -3,7 +3,8 @@
 (toolchains from Debian's packages, no network in the container).
 
 A scripted policy plays each task with gym_swe's tools: the reference fix (its solve.sh, run with the bash
-tool) earns 1.0; no change and a wrong fix (str_replace_editor edits, kept in tests/data/harbor/) earn 0.0.
+tool) earns 1.0, and so does a correct fix written otherwise; no change and a wrong fix earn 0.0 (the edits
+are str_replace_editor calls, kept in tests/data/harbor/).
 The attack: code the agent adds, run by the verifier, writes reward.txt = 1 and a made-up checks.json and
 makes the hidden tests' process exit as a passing one would. That fools the verifier on its own (the same
 actions earn 1.0 under integrity="any"); under the default the sealed checks, which only a fixed program
@@ -39,7 +40,8 @@ def run_reference_fix(task: str) -> str:
 
 
 def edits(task: str, kind: str) -> list[str]:
-    """The str_replace_editor calls of ``tests/data/harbor/<task>.<kind>.json`` (``wrong``, ``attack``)."""
+    """The str_replace_editor calls of ``tests/data/harbor/<task>.<kind>.json`` (``other-fix``, ``wrong``,
+    ``attack``)."""
     spec = json.loads((DATA / f"{task}.{kind}.json").read_text(encoding="utf-8"))
     workdir = load_harbor_tasks("bundled").get(task).workdir
     calls = []
@@ -86,6 +88,15 @@ def env():  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("task", TASKS)
 def test_the_reference_fix_earns_one(env, task: str) -> None:  # type: ignore[no-untyped-def]
     reward, info = episode(env, task, [run_reference_fix(task)])
+    assert (reward, verifier_said(info["grade"]), info["grade"]["integrity"]) == (1.0, "reward 1", "sealed")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("task", TASKS)
+def test_another_correct_fix_earns_one(env, task: str) -> None:  # type: ignore[no-untyped-def]
+    """The false-reject direction: a correct fix written unlike the reference one computes the same sealed
+    checks (they are what the code must do, not how the oracle did it)."""
+    reward, info = episode(env, task, edits(task, "other-fix"))
     assert (reward, verifier_said(info["grade"]), info["grade"]["integrity"]) == (1.0, "reward 1", "sealed")
 
 
