@@ -69,6 +69,8 @@ def carry_workdir(agent: Sandbox, grader: Sandbox, workdir: str) -> None:
             raise SubmissionRejected(
                 f"the work dir {workdir} holds over {WORKDIR_BYTES // (1024 * 1024)} MB: too large to grade"
             ) from None
+        if carried.is_symlink() or not carried.is_dir():  # it replaced the work dir by a link or a file
+            raise SubmissionRejected(f"the work dir {workdir} is not a directory any more: nothing to grade")
         cleared = grader.exec(f"find {shlex.quote(workdir)} -mindepth 1 -delete", timeout=300)
         if not cleared.ok:
             raise SandboxError(f"clearing the grading sandbox's {workdir} failed: {cleared.output[-500:]}")

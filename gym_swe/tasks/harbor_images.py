@@ -26,10 +26,10 @@ def image_name(task: HarborTask) -> str:
     return f"{IMAGE_REPOSITORY}:{slug}-{folder_digest(task.path / ENVIRONMENT_DIR)[:16]}"
 
 
-def harbor_image(task: HarborTask, log: Callable[[str], None] = print) -> str:
+def harbor_image(task: HarborTask, log: Callable[[str], None] = print, force: bool = False) -> str:
     """The image ``task`` runs in: its ``[environment] docker_image``, or the one built from its Dockerfile
-    (built now unless it exists). A build that fails is a `TaskError` whose first line names the Dockerfile
-    and the step that failed."""
+    (built now unless it exists, or ``force``). A build that fails is a `TaskError` whose first line names
+    the Dockerfile and the step that failed."""
     if task.docker_image is not None:
         return task.docker_image
     if task.dockerfile is None:
@@ -39,7 +39,7 @@ def harbor_image(task: HarborTask, log: Callable[[str], None] = print) -> str:
         lock = _building.setdefault(name, threading.Lock())
     with lock:  # two episodes of one task in threads build it once
         client = docker_client()
-        if _exists(client, name):
+        if _exists(client, name) and not force:
             return name
         log(f"building {name} from {task.dockerfile}")
         build(client, task, name)

@@ -210,3 +210,20 @@ def test_a_dockerfile_that_does_not_build_fails_reset_naming_it(tmp_path: Path) 
         assert "environment/Dockerfile: the build failed" in first and "exit 3" in first, first
     finally:
         env.close()
+
+
+def test_a_work_dir_replaced_by_a_link_is_rejected_and_odd_files_beside_a_fix_do_not_matter(
+    docker_tasks: Path,
+) -> None:
+    env = gymnasium.make("Harbor-v0", tasks=str(docker_tasks), sandbox="docker")
+    try:
+        for replaced in ("cd / && rm -rf /app && ln -s / /app", "cd / && rm -rf /app && echo hi > /app"):
+            grade = play(env, replaced)["grade"]
+            assert grade["reward"] == 0.0 and "not a directory any more" in grade["rejection"], grade
+        odd = "mkfifo pipe; ln -s /logs/verifier/reward.txt r; ln -s /etc etc; chmod 000 square.py"
+        honest = play(
+            env, f"sed -i 's/x + x/x * x/' square.py; {odd}"
+        )  # the control: links dropped, fix kept
+        assert honest["reward"] == 1.0, honest["grade"]
+    finally:
+        env.close()
