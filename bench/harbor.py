@@ -6,7 +6,7 @@ the verifier run (Harbor: the work dir carried into a fresh sandbox, tests copie
 taken into a fresh sandbox, hidden tests written, the runner). The first episode of each (image build, seal
 calibration, environment preparation) is run untimed. Prints the medians and their ratios (Harbor / SWE).
 
-    python bench/harbor.py --sandbox docker --harbor-task go-wordfreq --episodes 5
+    python bench/harbor.py --sandbox docker --harbor-task go-textwrap --episodes 5
 """
 
 from __future__ import annotations

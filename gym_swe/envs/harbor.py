@@ -127,17 +127,17 @@ class HarborEnv(ToolEnv):
                 logger.warning("refused %s: %s", task.task_id, why)
                 refused[task.task_id] = why
         if not kept and len(refused) == 1:
-            raise TaskRefused(next(iter(refused.values())))
+            raise TaskRefused("{}: {}".format(*next(iter(refused.items()))))
         return TaskSet(kept, tasks.source, refused)
 
     def _refusal(self, task: HarborTask) -> str | None:
         """Why this env cannot play ``task`` (its backend, its integrity), or None."""
         if self._backend == "local" and task.has_environment:
             what = "environment/Dockerfile" if task.dockerfile is not None else "environment.docker_image"
-            return f"{task.task_id}: it brings its own environment ({what}): sandbox='docker' plays it"
+            return f"it brings its own environment ({what}): sandbox='docker' plays it"
         if self.integrity == "protected" and task.solution_dir is None:
             return (
-                f"{task.task_id}: no solution/solve.sh, so no check of its verifier can be sealed, and code "
+                "no solution/solve.sh, so no check of its verifier can be sealed, and code "
                 "under test can write the reward file itself; integrity='any' plays it unprotected"
             )
         return None
