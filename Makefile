@@ -106,13 +106,17 @@ harnesses: system $(SERVE_VENV)/.installed
 # environment's torch; but for the mini-swe-agent image, which installs the mini-swe-agent version of the
 # environment that builds it: the test environment's.
 IMAGES := $(SERVE_VENV)/bin/gym-swe images build
-image: image-tasks image-harness image-serve
+image: image-tasks image-harness image-serve image-harbor
 
 image-base: $(SERVE_VENV)/.installed
 	$(IMAGES)
 
 image-tasks: image-base
 	$(IMAGES) --tasks bundled
+
+# The bundled Harbor tasks' images (Go, Rust and TypeScript toolchains from Debian, one shared layer).
+image-harbor: image-base
+	$(IMAGES) --harbor bundled
 
 image-harness: image-base $(VENV)/.test
 	$(VENV)/bin/gym-swe images build --harness mini-swe-agent

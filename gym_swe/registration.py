@@ -35,6 +35,11 @@ ENVS: list[EnvRegistration] = [
         "entry_point": "gym_swe.envs.swegym:SWEGymEnv",
         "kwargs": {},
     },
+    {
+        "id": "Harbor-v0",
+        "entry_point": "gym_swe.envs.harbor:HarborEnv",
+        "kwargs": {},
+    },
 ]
 
 
@@ -72,8 +77,16 @@ def _swegym_sources() -> dict[str, str]:
     return counts
 
 
+def _harbor_sources() -> dict[str, str]:
+    from gym_swe.tasks.harbor import BUNDLED_DIR
+
+    bundled = [path for path in BUNDLED_DIR.glob("*/task.toml")] if BUNDLED_DIR.is_dir() else []
+    return {"bundled": str(len(bundled)), "PATH": "a Harbor task folder, or a folder of them"}
+
+
 # For `gym-swe envs`: each env's task sources and how many tasks they hold.
 TASK_SOURCES: dict[str, Callable[[], dict[str, str]]] = {
     "CodeDebug-v0": _codedebug_sources,
     "SWEGym-v0": _swegym_sources,
+    "Harbor-v0": _harbor_sources,
 }

@@ -36,7 +36,7 @@ from gym_swe.errors import (
 from gym_swe.grading.base import Grade
 from gym_swe.tasks.environments import is_prepared, own_runner, prepare_environment
 
-ENVS = ("CodeDebug-v0", "SWEGym-v0")
+ENVS = ("CodeDebug-v0", "SWEGym-v0", "Harbor-v0")
 LOG_TAIL_CHARS = 6000
 EXCLUDE_HINT = (
     "What to do: if they cannot pass on this machine (they need the network, say), exclude them with "
@@ -94,6 +94,11 @@ def _grades(env: Any, task: Any, phase: Callable[[str], None]) -> tuple[Grade, G
         fixed = env.grade_diff(task, task.patch)
         phase("grading no fix")
         return fixed, env.grade_diff(task, "")
+    if env.spec.id == "Harbor-v0":  # its oracle (solution/solve.sh) is its gold fix
+        phase("running its oracle")
+        fixed = env.grade_oracle(task)
+        phase("grading no change")
+        return fixed, env.grade_unchanged(task)
     from gym_swe.grading.functions import grade_function
 
     grades = []

@@ -67,16 +67,9 @@ from gym_swe.rollout.trajectory import Trajectory
 
 # isort: split
 import grpo_setup as setup  # the modules beside this one, by name (a script's directory is on the path)
-from grpo_batching import (
-    MicroBatch,
-    Row,
-    forward_each,
-    fused_head,
-    pack_microbatches,
-    rows_of,
-    token_logprobs,
-)
+from grpo_batching import MicroBatch, Row, forward_each, rows_of, token_logprobs
 from grpo_config import LOSSES, Args, parse_args  # noqa: F401  (grpo.parse_args: for scripts driving main)
+from grpo_processes import batch_totals, empty_backward, plan_microbatches, update_metrics
 from grpo_run_dir import RunDirectory, run_directory, trajectory_metrics
 
 
@@ -303,21 +296,8 @@ def update(
 ) -> dict[str, float]:  # fmt: skip
     """``updates_per_batch`` optimizer steps over ``rows`` (the batch: one row per sequence)."""
     device = accelerator.device
-    local = torch.tensor([float(sum(r.mask.sum() for r in rows)), float(len(rows))], device=device)
-    total_tokens, total_sequences = accelerator.reduce(local, reduction="sum").tolist()
-    packed = pack_microbatches(
-        [len(r.ids) for r in rows],
-        args.max_tokens_per_microbatch,
-        [int(r.mask.sum()) for r in rows],
-        args.max_scored_per_microbatch,
-    ) or [[]]
-    if accelerator.num_processes > 1:  # as many micro-batches on every process: under FSDP each forward and
-        # backward gathers and scatters the weights with all of them at once (the short ones pad with empty
-        # micro-batches); for the same reason every process decides the fused head together, here
-        most = int(accelerator.gather(torch.tensor([len(packed)], device=device)).max())
-        packed += [[] for _ in range(most - len(packed))]
-        for each in (model, ref_model) if args.beta > 0 else (model,):
-            fused_head(each)
+    total_tokens, total_sequences = batch_totals(accelerator, rows)
+    packed = plan_microbatches(args, accelerator, (model, ref_model) if args.beta > 0 else (model,), rows)
     if args.recompute_old_logps:
         forward_each(model, rows, packed, "old_logps", args.temperature, device)
     if args.beta > 0:
@@ -329,9 +309,8 @@ def update(
         for number, indices in enumerate(packed):
             last = number == len(packed) - 1
             with contextlib.nullcontext() if last else accelerator.no_sync(model):
-                if not indices:  # nothing to learn from here: an empty backward keeps the processes in step
-                    dummy = torch.zeros((1, 2), dtype=torch.long, device=device)
-                    accelerator.backward(model(input_ids=dummy).logits.sum() * 0.0)
+                if not indices:  # nothing to learn from here (see grpo_processes)
+                    empty_backward(accelerator, model)
                     continue
                 micro = MicroBatch([rows[i] for i in indices], device)
                 logps, entropy = token_logprobs(model, micro, args.temperature)
@@ -361,23 +340,7 @@ def update(
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
-    totals = accelerator.reduce(torch.tensor(list(sums.values()), device=device), reduction="sum").tolist()
-    passes = args.updates_per_batch * max(total_tokens, 1.0)
-    metrics = {
-        "loss/policy": totals[0] / args.updates_per_batch,
-        "loss/clip_frac_low": totals[1] / passes,
-        "loss/clip_frac_high": totals[2] / passes,
-        "loss/entropy": totals[3] / passes,
-        "loss/kl": totals[4] / passes,
-        "perf/lr": scheduler.get_last_lr()[0],
-    }
-    for key in (
-        ("is_ratio_mean", "is_ratio_min", "is_ratio_max", "is_ratio_truncated_mean", "kl") if mismatch else ()
-    ):
-        values = [m[key] for m in mismatch]  # over the micro-batches: the extremes, or the mean
-        extreme = {"is_ratio_min": min, "is_ratio_max": max}.get(key)
-        metrics[f"mismatch/{key}"] = extreme(values) if extreme else sum(values) / len(values)
-    return metrics
+    return update_metrics(args, accelerator, sums, total_tokens, scheduler.get_last_lr()[0], mismatch)
 
 
 # --- the loop ---------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ def add_to(commands: Any) -> None:
             "--model NAME --export-sft sft.jsonl",
         ],
     )
-    parser.add_argument("--env", required=True, help="CodeDebug-v0 or SWEGym-v0")
+    parser.add_argument("--env", required=True, help="CodeDebug-v0, SWEGym-v0 or Harbor-v0")
     parser.add_argument("--tasks", default=defaults.tasks, help="task source")
     add_task_ids(parser)
     parser.add_argument("--limit", type=int, help="only the first N tasks")

@@ -21,6 +21,7 @@ def add_to(commands: Any) -> None:
         "build",
         "build the base image (python3, git, patch, pytest), and with --tasks the SWE task images",
         ["gym-swe images build", "gym-swe images build --tasks bundled",
+         "gym-swe images build --harbor bundled",
          "gym-swe images build --tasks lite.jsonl --repo-source mirrors --task-id django__django-16139"],
     )  # fmt: skip
     build.add_argument("--name", default=BASE_IMAGE, help="image name")
@@ -35,6 +36,11 @@ def add_to(commands: Any) -> None:
     build.add_argument("--force", action="store_true", help="rebuild even when the image is up to date")
     build.add_argument("--tasks", help="also build the images of these SWE tasks (e.g. bundled)")
     build.add_argument("--task-id", action="append", help="with --tasks: only this task's image (repeatable)")
+    build.add_argument(
+        "--harbor",
+        help="also build the images of these Harbor tasks (bundled, a task folder or a folder of them), from "
+        "each one's environment/Dockerfile",
+    )
     add_repo_source(build, "with --tasks: a directory of repository mirrors")
     add_harness(
         build,
@@ -65,6 +71,11 @@ def run_build(args: argparse.Namespace) -> int:
     if args.task_id and not args.tasks:
         raise ConfigError("--task-id needs --tasks")
 
+    harbor_tasks = None
+    if args.harbor:  # read (and checked) before anything is built
+        from gym_swe.tasks.harbor import load_harbor_tasks
+
+        harbor_tasks = [task for task in load_harbor_tasks(args.harbor) if task.dockerfile is not None]
     build_base_image(name=args.name, method=args.method, mirror=args.mirror, force=args.force)
     if args.tasks:
         from gym_swe.tasks.images import build_task_image
@@ -78,6 +89,10 @@ def run_build(args: argparse.Namespace) -> int:
         selected = [tasks.get(task_id) for task_id in args.task_id] if args.task_id else list(tasks)
         for task in selected:
             build_task_image(task, source, base=args.name, force=args.force)
+    for harbor_task in harbor_tasks or ():
+        from gym_swe.tasks.harbor_images import harbor_image
+
+        harbor_image(harbor_task, force=args.force)
     if args.harness == MINI_SWE_AGENT:
         from gym_swe.integrations.harness_image import build_harness_image
 

@@ -28,7 +28,7 @@ REPO_SOURCE_HELP = (
     "SWE tasks: a directory of repository mirrors (owner__name.git, owner/name.git, owner/name, name.git) "
     "or a JSON file mapping 'owner/name' to a path or URL"
 )
-ENV_HELP = "env id: CodeDebug-v0 or SWEGym-v0"
+ENV_HELP = "env id: CodeDebug-v0, SWEGym-v0 or Harbor-v0"
 
 
 def underscored(flag: str) -> str | None:

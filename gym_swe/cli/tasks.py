@@ -13,7 +13,11 @@ ACTIONS: tuple[str, ...] = ("export",)
 
 
 def add_to(commands: Any) -> None:
-    tasks = command(commands, "tasks", "make task files: export them to other formats, generate them")
+    tasks = command(
+        commands, "tasks", "make task files: export them to other formats, generate them",
+        ["gym-swe tasks export --format harbor --env CodeDebug-v0 --out harbor-tasks/",
+         "gym-swe tasks generate --repo path/to/repo --method history --out tasks.jsonl"],
+    )  # fmt: skip
     actions = tasks.add_subparsers(dest="tasks_action", required=True, metavar="ACTION")
     for name in ACTIONS:
         importlib.import_module(f"gym_swe.cli.tasks_{name}").add_to(actions)

@@ -16,7 +16,7 @@ def add_to(commands: Any) -> None:
         "check every task: its fix resolves it and no fix does not",
         ["gym-swe validate --env SWEGym-v0 --tasks bundled --json report.json"],
     )
-    parser.add_argument("--env", required=True, help="CodeDebug-v0 or SWEGym-v0")
+    parser.add_argument("--env", required=True, help="CodeDebug-v0, SWEGym-v0 or Harbor-v0")
     parser.add_argument("--tasks", default="bundled", help="task source")
     add_task_ids(parser)
     add_sandbox(parser)

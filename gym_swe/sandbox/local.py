@@ -119,6 +119,8 @@ class LocalSandbox(ExecutorSandbox):
         ro_binds: extra host paths visible read-only inside the jail at the same path (a prepared virtual
             environment, say), or ``{host_path: jail_path}``.
         rw_binds: like ``ro_binds``, but writable (for preparing environments; never for agent episodes).
+        scratch_dirs: jail paths outside the workspace where commands may write, each a fresh tmpfs of
+            ``Limits.tmp_mb`` (a Harbor verifier's ``/logs/verifier``): jail memory, not the host's disk.
         env: extra environment variables for every command.
         source: a host directory whose contents seed the workspace; the source itself is never changed.
         source_mode: how the workspace gets the source: ``"overlay"`` (copy-on-write, constant time: an
@@ -139,6 +141,7 @@ class LocalSandbox(ExecutorSandbox):
         source: str | Path | None = None,
         rw_binds: Mapping[str, str] | None = None,
         source_mode: str = "auto",
+        scratch_dirs: Sequence[str] = (),
     ) -> None:
         if isolation not in ISOLATIONS:
             raise ConfigError(unknown_name("isolation", isolation, ISOLATIONS))
@@ -155,6 +158,11 @@ class LocalSandbox(ExecutorSandbox):
         self.network = network
         self.ro_binds = dict(ro_binds) if isinstance(ro_binds, Mapping) else {p: p for p in ro_binds}
         self.rw_binds = dict(rw_binds or {})
+        if isinstance(scratch_dirs, str) or not all(str(path).startswith("/") for path in scratch_dirs):
+            raise ConfigError(f"scratch_dirs must be a list of absolute paths, got {scratch_dirs!r}")
+        if scratch_dirs and isolation != "bwrap":
+            raise ConfigError("scratch_dirs needs isolation='bwrap' (they are tmpfs mounts of the jail)")
+        self.scratch_dirs = tuple(str(path) for path in scratch_dirs)
         self.extra_env = dict(env or {})
         self._process: subprocess.Popen[bytes] | None = None
         self._jail_pid: int | None = None  # the jail's pid 1, as the host sees it
@@ -278,6 +286,8 @@ class LocalSandbox(ExecutorSandbox):
             argv += ["--ro-bind", str(host_path), str(jail_path)]
         for host_path, jail_path in self.rw_binds.items():
             argv += ["--bind", str(host_path), str(jail_path)]
+        for jail_path in self.scratch_dirs:
+            argv += ["--size", str(self.limits.tmp_mb * MiB), "--tmpfs", jail_path]
         if not python.startswith("/usr/"):  # an interpreter outside /usr: make its installation visible
             prefix = str(Path(sys.base_prefix).resolve())
             argv += ["--ro-bind", prefix, prefix]

@@ -7,7 +7,7 @@ import pytest
 from tests.cli.shell import gym_swe
 
 COMMANDS = ["envs", "play", "validate", "prepare", "eval", "serve", "view", "images", "images build", "harnesses",
-            "harnesses install", "harnesses list", "sandbox", "sandbox prune"]  # fmt: skip
+            "harnesses install", "harnesses list", "sandbox", "sandbox prune", "tasks"]  # fmt: skip
 
 
 def test_help_lists_the_commands() -> None:

@@ -5,6 +5,7 @@ graded; a ``max_episode_steps`` that disagrees with ``max_turns`` is refused nam
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -17,7 +18,11 @@ from gym_swe.registration import ENVS
 from tests.conftest import require_bwrap
 
 ENV_IDS = [str(spec["id"]) for spec in ENVS]  # a future env is checked too
-DEFAULT_TURNS = {"CodeDebug-v0": 30, "SWEGym-v0": 50}
+DEFAULT_TURNS = {"CodeDebug-v0": 30, "SWEGym-v0": 50, "Harbor-v0": 50}
+# What an env needs to be made on the local sandbox without docker (Harbor's bundled tasks bring images).
+MAKE_KWARGS = {
+    "Harbor-v0": {"tasks": str(Path(__file__).resolve().parents[1] / "data" / "harbor" / "square")}
+}
 TRUE = '<tool_call>{"name": "bash", "arguments": {"command": "true"}}</tool_call>'
 
 
@@ -44,7 +49,7 @@ def time_limits(env: gymnasium.Env[Any, Any]) -> list[int]:
 def test_max_turns_is_the_episode_length_whatever_gymnasium_make_wraps(
     env_id: str, kwargs: dict[str, int], turns: int | None
 ) -> None:
-    env = gymnasium.make(env_id, **kwargs)
+    env = gymnasium.make(env_id, **MAKE_KWARGS.get(env_id, {}), **kwargs)
     try:
         length = turns or DEFAULT_TURNS[env_id]
         assert tool_env(env).max_turns == length
@@ -62,7 +67,7 @@ def test_max_turns_and_max_episode_steps_that_disagree_are_refused_naming_both(e
     with pytest.raises(
         ConfigError, match=r"^max_turns=40 and max_episode_steps=30 disagree: an episode has one"
     ):
-        gymnasium.make(env_id, max_turns=40, max_episode_steps=30)
+        gymnasium.make(env_id, **MAKE_KWARGS.get(env_id, {}), max_turns=40, max_episode_steps=30)
 
 
 def test_make_vec_sub_envs_get_the_same_limit() -> None:
