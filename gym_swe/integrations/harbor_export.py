@@ -153,7 +153,14 @@ def build_wheelhouse(dest: Path, python: str, wheels: str | Path | None) -> Path
     """gym_swe's wheel (built from this source tree) and those of its dependencies for ``python``."""
     dest.mkdir(parents=True)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    run([*pip, "wheel", "--no-deps", "--wheel-dir", str(dest), str(source_tree())], "build gym_swe's wheel")
+    # Built from a copy: setuptools builds in the tree's own build/, which two exports at once would share.
+    copy = dest.parent / f"{dest.name}-source"
+    root = source_tree()
+    shutil.copytree(root / "gym_swe", copy / "gym_swe", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(root / name, copy / name)
+    run([*pip, "wheel", "--no-deps", "--wheel-dir", str(dest), str(copy)], "build gym_swe's wheel")
+    shutil.rmtree(copy)
     (wheel,) = dest.glob("gym_swe-*.whl")
     found = ["--no-index", "--find-links", str(wheels)] if wheels is not None else []
     run(
@@ -193,6 +200,8 @@ def write_task(env: Any, env_id: str, task: Any, image: str, wheelhouse: Path, f
     (folder / "tests").mkdir()
     (folder / "solution").mkdir()
     user = env.opening_messages(task.task_id)[1]["content"]
+    # A Harbor agent has no submit tool: its episode ends when it stops, and the work dir is graded then.
+    user = user.replace("call submit.", "stop: the work dir is graded as you leave it.")
     (folder / "instruction.md").write_text(user.rstrip("\n") + "\n")
     if function:
         spec: dict[str, Any] = {

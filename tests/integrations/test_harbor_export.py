@@ -42,9 +42,11 @@ def test_folder_holds_what_harbor_reads(exported: Path) -> None:
         config = tomllib.loads((task / "task.toml").read_text())
         assert config["environment"]["allow_internet"] is False and config["agent"]["user"] == "agent"
     env = gymnasium.make("CodeDebug-v0").unwrapped
-    assert (exported / "GymSwe__0" / "instruction.md").read_text().strip() == env.opening_messages(
-        CODEDEBUG_ID
-    )[1]["content"].strip()
+    instruction = (exported / "GymSwe__0" / "instruction.md").read_text().strip()
+    prompt = env.opening_messages(CODEDEBUG_ID)[1]["content"].strip()  # but for submit, a tool Harbor lacks
+    assert "submit" not in instruction and instruction == prompt.replace(
+        "call submit.", "stop: the work dir is graded as you leave it."
+    )
     assert "FROM gym-swe-base:latest" in (exported / "GymSwe__0/environment/Dockerfile").read_text()
     assert f"FROM gym-swe-task:{SWE_ID}" in (exported / SWE_ID / "environment/Dockerfile").read_text()
 
@@ -120,7 +122,9 @@ sleep 0.5"""
 
 
 def test_a_process_left_running_cannot_read_the_tests_or_write_the_reward(exported: Path) -> None:
-    alive = "sleep 0.3; pgrep -u agent -c bash; cat /logs/verifier/reward.txt"
+    # however loaded the machine: wait (up to 60 s) for the lingering loop to have written its reward
+    alive = ("for i in $(seq 300); do [ -s /logs/verifier/reward.txt ] && break; sleep 0.2; done; "
+             "pgrep -u agent -c bash; cat /logs/verifier/reward.txt")  # fmt: skip
     played = play(exported / "GymSwe__0", [LINGER], probe=alive)
     count, written = played.before.split()
     assert int(count) >= 1 and written == "1"  # it ran, and wrote its reward, up to the moment tests came
