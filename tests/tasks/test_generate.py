@@ -1,0 +1,192 @@
+"""`gym-swe tasks generate` end to end on a bundled repository's source (semverkit, cloned from its git
+bundle): real git, real bubblewrap, real pytest, the real grader. Generated tasks load and play in SWEGym-v0
+as they are written (gold fix 1.0, no change 0.0), hide the fix from the workspace (no later history, no
+object of the fixed code), keep the hidden tests out of the statement, and a run resumes and survives Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium
+import pytest
+
+import gym_swe  # noqa: F401
+from gym_swe.cli import main
+from gym_swe.tasks.generate.statements import fix_lines
+from gym_swe.tasks.swe import bundled_data_dir, load_swe_tasks
+from tests.conftest import require_bwrap
+from tests.envs.test_swegym import SUBMIT, apply_gold, bash
+
+pytestmark = pytest.mark.usefixtures("bwrap")
+
+
+@pytest.fixture(scope="module")
+def bwrap() -> None:
+    require_bwrap()
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A working copy of the bundled semverkit, as a user's repository would be."""
+    path = tmp_path_factory.mktemp("src") / "semverkit"
+    bundle = bundled_data_dir() / "semverkit.bundle"
+    subprocess.run(["git", "clone", "--quiet", "-b", "main", str(bundle), str(path)], check=True)
+    return path
+
+
+def generate(source: Path, out: Path, *flags: str) -> int:
+    return main(["tasks", "generate", "--repo", str(source), "--out", str(out), *flags])
+
+
+@pytest.fixture(scope="module")
+def generated(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("gen") / "tasks.jsonl"
+    assert generate(source, out, "--max-tasks", "4", "--workers", "2") == 0
+    return out
+
+
+def git(mirror: str, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", mirror, *args], capture_output=True, text=True,
+                          check=True).stdout.strip()  # fmt: skip
+
+
+def rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_records_are_validated_with_provenance_and_difficulty(generated: Path) -> None:
+    records = rows(generated)
+    assert len(records) >= 4
+    methods = {record["provenance"]["method"] for record in records}
+    assert methods == {"history", "mutate"}, methods  # both methods, taken in turn
+    for record in records:
+        assert record["validation"]["integrity"] in ("sealed", "decoys")
+        assert record["difficulty"]["fail_to_pass"] == len(record["FAIL_TO_PASS"]) >= 1
+        assert record["difficulty"]["fix_lines"] >= 1
+        assert not Path(record["repo_mirror"]).is_absolute()  # moves with the task file
+    tasks = load_swe_tasks(str(generated))
+    assert len(tasks) == len(records) and not tasks.refused
+    rejected = rows(generated.with_name("tasks.rejected.jsonl"))
+    assert all(row["reason"] for row in rejected)
+
+
+def test_statements_name_no_hidden_test_and_hold_no_line_of_the_fix(generated: Path) -> None:
+    for record in rows(generated):
+        statement = record["problem_statement"]
+        for test_id in record["FAIL_TO_PASS"]:
+            path, _, name = test_id.partition("::")
+            assert path not in statement and path.rsplit("/", 1)[-1] not in statement
+            assert name.split("::")[-1].split("[")[0] not in statement
+        for line in fix_lines(record["patch"]):
+            assert line not in statement, (record["instance_id"], line)
+
+
+def episode(env, task, actions: list[str]) -> tuple[float, list[str]]:  # type: ignore[no-untyped-def]
+    env.reset(options={"task_id": task.instance_id})
+    seen = []
+    for action in [*actions, SUBMIT]:
+        observation, reward, terminated, truncated, info = env.step(action)
+        seen.append(str(observation))
+        if terminated or truncated:
+            assert info.get("error") is None, info.get("error")
+            return float(reward), seen
+    raise AssertionError("the episode did not end")
+
+
+@pytest.mark.parametrize("method", ["history", "mutate"])
+def test_swegym_plays_a_generated_task_gold_one_and_no_change_zero(generated: Path, method: str) -> None:
+    record = next(row for row in rows(generated) if row["provenance"]["method"] == method)
+    env = gymnasium.make("SWEGym-v0", tasks=str(generated))
+    try:
+        task = env.unwrapped.tasks.get(record["instance_id"])
+        assert episode(env, task, [apply_gold(task)])[0] == 1.0
+        assert episode(env, task, [])[0] == 0.0
+        # the workspace: the history up to the base commit only, and no object holding the fixed code
+        mirror = str(generated.parent / record["repo_mirror"])
+        fixed = record["provenance"].get("commit") or record["provenance"]["source_commit"]
+        path = record["provenance"].get("file") or next(p for p in task.patch.split() if p.startswith("a/"))[2:]
+        blob = git(mirror, "rev-parse", f"{fixed}:{path}")  # the fixed file, as the fix leaves it
+        _, seen = episode(env, task, [bash(f"git rev-list --all | wc -l; for o in {fixed} {blob}; do "
+                                           "git cat-file -e $o 2>/dev/null && echo PRESENT || echo ABSENT; done")])  # fmt: skip
+        assert seen[0].split() == [git(mirror, "rev-list", "--count", task.base_commit), "ABSENT", "ABSENT"]
+        if method == "mutate":
+            assert git(mirror, "rev-list", "--count", task.base_commit) == "1"  # a commit of its own
+    finally:
+        env.close()
+
+
+def test_a_rerun_skips_what_is_done_and_a_cut_line_is_made_again(generated: Path, source: Path,
+                                                                 tmp_path: Path) -> None:  # fmt: skip
+    out = tmp_path / "tasks.jsonl"
+    for name in ("tasks.jsonl", "tasks.rejected.jsonl"):
+        shutil.copy(generated.with_name(name), tmp_path / name)
+    shutil.copytree(generated.with_name("tasks.repos"), tmp_path / "tasks.repos")
+    before = out.read_bytes()
+    count = len(rows(generated))
+    assert generate(source, out, "--max-tasks", str(count)) == 0
+    assert out.read_bytes() == before  # nothing redone, nothing added
+    lines = before.decode().splitlines(keepends=True)
+    cut = lines[-1][: len(lines[-1]) // 2]  # a crash in the middle of writing the last task
+    out.write_text("".join(lines[:-1]) + cut)
+    assert generate(source, out, "--max-tasks", str(count)) == 0
+    again = rows(out)
+    assert len(again) == count and [r["instance_id"] for r in again][:-1] == [
+        json.loads(line)["instance_id"] for line in lines[:-1]
+    ]
+
+
+def test_ctrl_c_loses_at_most_what_is_in_flight(source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tasks.jsonl"
+    command = [sys.executable, "-m", "gym_swe.cli", "tasks", "generate", "--repo", str(source), "--out",
+               str(out), "--method", "mutate"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and not (out.exists() and out.read_text().count("\n") >= 1):
+        time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=60) == 130
+    done = rows(out)  # every line whole
+    assert len(done) >= 1
+    rejected = out.with_name("tasks.rejected.jsonl")
+    before = len(done) + (len(rows(rejected)) if rejected.exists() else 0)
+    assert generate(source, out, "--method", "mutate", "--max-tasks", str(len(done) + 1)) == 0
+    after = rows(out)
+    assert [r["instance_id"] for r in after[: len(done)]] == [r["instance_id"] for r in done]
+    assert len(after) == len(done) + 1 and len({r["instance_id"] for r in after}) == len(after)
+    assert len(after) + len(rows(rejected)) > before
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--workers", "0"], "--workers must be at least 1"),
+        (["--model", "m"], "--model does nothing without --method rewrite"),
+        (["--method", "rewrite"], "--method rewrite and --model-statements need --generator and --model"),
+        (["--method", "mutate", "--max-commits", "3"], "--max-commits applies to --method history only"),
+        (["--test-timeout", "0"], "--test-timeout must be a positive number"),
+    ],
+)
+def test_bad_flags_fail_at_once_and_write_nothing(flags: list[str], message: str, tmp_path: Path,
+                                                  source: Path) -> None:  # fmt: skip
+    out = tmp_path / "tasks.jsonl"
+    done = subprocess.run([sys.executable, "-m", "gym_swe.cli", "tasks", "generate", "--repo", str(source),
+                           "--out", str(out), *flags], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 2
+    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_path_that_is_no_repository_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    done = subprocess.run([sys.executable, "-m", "gym_swe.cli", "tasks", "generate", "--repo",
+                           str(tmp_path / "plain"), "--out", str(tmp_path / "t.jsonl")],
+                          capture_output=True, text=True, env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})  # fmt: skip
+    assert done.returncode == 2 and "is not a git repository" in done.stderr
+    assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "t.repos").exists()
