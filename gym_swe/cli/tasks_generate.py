@@ -1,6 +1,7 @@
-"""`gym-swe tasks generate`: validated SWEGym-v0 tasks from a repository with tests (`gym_swe.tasks.generate`):
-from its history, by mutating its functions, or by a model rewriting them. The records go to --out as they are
-made, with the repository's mirror beside it, so that ``gymnasium.make("SWEGym-v0", tasks=OUT)`` plays them."""
+"""`gym-swe tasks generate`: validated SWEGym-v0 tasks from a repository with tests
+(`gym_swe.tasks.generate`): from its history, by mutating its functions, or by a model rewriting them. The
+records go to --out as they are made, with the repository's mirror beside it, so that
+``gymnasium.make("SWEGym-v0", tasks=OUT)`` plays them."""
 
 from __future__ import annotations
 
@@ -21,35 +22,58 @@ def add_to(actions: Any) -> None:
         actions,
         "generate",
         "validated SWEGym-v0 tasks from a repository with tests (history, mutations, model rewrites)",
-        ["gym-swe tasks generate --repo ~/src/myproject --out tasks.jsonl",
-         "gym-swe tasks generate --repo myproject.git --method mutate --max-tasks 50 --out tasks.jsonl",
-         "gym-swe tasks generate --repo . --method rewrite --generator vllm-server --base-url URL --model M "
-         "--tokenizer T --out tasks.jsonl"],
-    )  # fmt: skip
+        [
+            "gym-swe tasks generate --repo ~/src/myproject --out tasks.jsonl",
+            "gym-swe tasks generate --repo myproject.git --method mutate --max-tasks 50 --out tasks.jsonl",
+            "gym-swe tasks generate --repo . --method rewrite --generator vllm-server --base-url URL "
+            "--model M "
+            "--tokenizer T --out tasks.jsonl",
+        ],
+    )
     parser.add_argument("--repo", required=True, help="a git working copy, mirror or bundle")
-    parser.add_argument("--out", required=True, help="the task file (.jsonl) to append to; its mirror goes "
-                        "beside it (OUT.repos/), rejected candidates to OUT.rejected.jsonl")  # fmt: skip
-    parser.add_argument("--method", action="append", choices=METHODS,
-                        help=f"how bugs are made (repeatable; default: {' and '.join(DEFAULT_METHODS)})")  # fmt: skip
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="the task file (.jsonl) to append to; its mirror goes "
+        "beside it (OUT.repos/), rejected candidates to OUT.rejected.jsonl",
+    )
+    parser.add_argument(
+        "--method",
+        action="append",
+        choices=METHODS,
+        help=f"how bugs are made (repeatable; default: {' and '.join(DEFAULT_METHODS)})",
+    )
     parser.add_argument("--name", help="the records' repo, owner/name (default: local/<directory name>)")
-    parser.add_argument("--rev", default="HEAD", help="the commit tasks start from (mutate, rewrite) or "
-                        "whose history is mined")  # fmt: skip
-    parser.add_argument("--environment", help="the records' environment, a JSON object or a file holding "
-                        "one (default: inferred from pyproject.toml, setup.cfg, requirements files)")  # fmt: skip
+    parser.add_argument(
+        "--rev",
+        default="HEAD",
+        help="the commit tasks start from (mutate, rewrite) or whose history is mined",
+    )
+    parser.add_argument(
+        "--environment",
+        help="the records' environment, a JSON object or a file holding "
+        "one (default: inferred from pyproject.toml, setup.cfg, requirements files)",
+    )
     parser.add_argument("--workers", type=int, default=2, help="candidates made and validated at once")
     parser.add_argument("--max-tasks", type=int, help="stop once the task file holds this many tasks")
     parser.add_argument("--max-commits", type=int, default=500, help="history: commits looked at")
     parser.add_argument("--per-function", type=int, default=2, help="mutate: mutations tried per function")
     parser.add_argument("--seed", type=int, default=0, help="the order candidates are tried in")
     parser.add_argument("--test-timeout", type=float, default=600.0, help="seconds a test run may take")
-    parser.add_argument("--generator", help="rewrite, and model-written problem statements: a generator "
-                        "backend (hf, vllm, vllm-server, openai-chat)")  # fmt: skip
+    parser.add_argument(
+        "--generator",
+        help="rewrite, and model-written problem statements: a generator "
+        "backend (hf, vllm, vllm-server, openai-chat)",
+    )
     parser.add_argument("--model", help="with --generator: a model directory, id or served name")
     parser.add_argument("--tokenizer", help="with --generator: its tokenizer (default: the model's)")
     parser.add_argument("--base-url", help="with --generator vllm-server / openai-chat: the endpoint")
     parser.add_argument("--api-key", help="with --generator openai-chat (default: OPENAI_API_KEY)")
-    parser.add_argument("--model-statements", action="store_true",
-                        help="problem statements written by the --generator model, not templated")  # fmt: skip
+    parser.add_argument(
+        "--model-statements",
+        action="store_true",
+        help="problem statements written by the --generator model, not templated",
+    )
     parser.set_defaults(run=run)
 
 
@@ -69,10 +93,13 @@ def check(args: argparse.Namespace) -> tuple[str, ...]:
     if needs_model and not (args.generator and args.model):
         raise ConfigError("--method rewrite and --model-statements need --generator and --model")
     if not needs_model:
-        given = [flag for flag in ("generator", "model", "tokenizer", "base_url", "api_key") if getattr(args, flag)]
+        given = [
+            flag for flag in ("generator", "model", "tokenizer", "base_url", "api_key") if getattr(args, flag)
+        ]
         if given:
-            raise ConfigError(f"--{given[0].replace('_', '-')} does nothing without --method rewrite or "
-                              "--model-statements")  # fmt: skip
+            raise ConfigError(
+                f"--{given[0].replace('_', '-')} does nothing without --method rewrite or --model-statements"
+            )
     if "history" not in methods and args.max_commits != 500:
         raise ConfigError("--max-commits applies to --method history only")
     if "mutate" not in methods and args.per_function != 2:
@@ -98,18 +125,36 @@ def run(args: argparse.Namespace) -> int:
     if args.generator:
         from gym_swe.rollout.generators import make_generator
 
-        generator = make_generator(args.generator, model=args.model, tokenizer=args.tokenizer or args.model,
-                                   base_url=args.base_url, api_key=args.api_key,
-                                   flags=lambda option: "--" + option.replace("_", "-"))  # fmt: skip
-    generation = Generation(repo, out, workers=args.workers, max_tasks=args.max_tasks,
-                            timeout=args.test_timeout, generator=generator if args.model_statements else None,
-                            progress=Progress(desc="generate"))  # fmt: skip
+        generator = make_generator(
+            args.generator,
+            model=args.model,
+            tokenizer=args.tokenizer or args.model,
+            base_url=args.base_url,
+            api_key=args.api_key,
+            flags=lambda option: "--" + option.replace("_", "-"),
+        )
+    generation = Generation(
+        repo,
+        out,
+        workers=args.workers,
+        max_tasks=args.max_tasks,
+        timeout=args.test_timeout,
+        generator=generator if args.model_statements else None,
+        progress=Progress(desc="generate"),
+    )
     base = generation.baseline()
-    print(f"{repo.name} at {repo.commit[:12]}: {len(base.stable)}/{base.total} tests pass "
-          f"({base.share:.0%}); environment {repo.environment}", file=sys.stderr)  # fmt: skip
-    candidates = candidates_for(repo, methods, base, args.test_timeout, args.per_function, args.seed,
-                                args.max_commits, generator)  # fmt: skip
+    print(
+        f"{repo.name} at {repo.commit[:12]}: {len(base.stable)}/{base.total} tests pass "
+        f"({base.share:.0%}); environment {repo.environment}",
+        file=sys.stderr,
+    )
+    candidates = candidates_for(
+        repo, methods, base, args.test_timeout, args.per_function, args.seed, args.max_commits, generator
+    )
     counts = generation.run(candidates)
-    print(f"{counts['kept']} task(s) in {args.out}; this run kept {counts['new']}, rejected {counts['rejected']} "
-          f"(why: {paths_for(out)['rejected']}), skipped {counts['skipped']} done before")  # fmt: skip
+    print(
+        f"{counts['kept']} task(s) in {args.out}; this run kept {counts['new']}, "
+        f"rejected {counts['rejected']} "
+        f"(why: {paths_for(out)['rejected']}), skipped {counts['skipped']} done before"
+    )
     return 0

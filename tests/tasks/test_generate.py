@@ -53,8 +53,9 @@ def generated(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def git(mirror: str, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", mirror, *args], capture_output=True, text=True,
-                          check=True).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        ["git", "--git-dir", mirror, *args], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def rows(path: Path) -> list[dict]:
@@ -111,10 +112,20 @@ def test_swegym_plays_a_generated_task_gold_one_and_no_change_zero(generated: Pa
         # the workspace: the history up to the base commit only, and no object holding the fixed code
         mirror = str(generated.parent / record["repo_mirror"])
         fixed = record["provenance"].get("commit") or record["provenance"]["source_commit"]
-        path = record["provenance"].get("file") or next(p for p in task.patch.split() if p.startswith("a/"))[2:]
+        path = (
+            record["provenance"].get("file") or next(p for p in task.patch.split() if p.startswith("a/"))[2:]
+        )
         blob = git(mirror, "rev-parse", f"{fixed}:{path}")  # the fixed file, as the fix leaves it
-        _, seen = episode(env, task, [bash(f"git rev-list --all | wc -l; for o in {fixed} {blob}; do "
-                                           "git cat-file -e $o 2>/dev/null && echo PRESENT || echo ABSENT; done")])  # fmt: skip
+        _, seen = episode(
+            env,
+            task,
+            [
+                bash(
+                    f"git rev-list --all | wc -l; for o in {fixed} {blob}; do "
+                    "git cat-file -e $o 2>/dev/null && echo PRESENT || echo ABSENT; done"
+                )
+            ],
+        )
         assert seen[0].split() == [git(mirror, "rev-list", "--count", task.base_commit), "ABSENT", "ABSENT"]
         if method == "mutate":
             assert git(mirror, "rev-list", "--count", task.base_commit) == "1"  # a commit of its own
@@ -122,8 +133,9 @@ def test_swegym_plays_a_generated_task_gold_one_and_no_change_zero(generated: Pa
         env.close()
 
 
-def test_a_rerun_skips_what_is_done_and_a_cut_line_is_made_again(generated: Path, source: Path,
-                                                                 tmp_path: Path) -> None:  # fmt: skip
+def test_a_rerun_skips_what_is_done_and_a_cut_line_is_made_again(
+    generated: Path, source: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "tasks.jsonl"
     for name in ("tasks.jsonl", "tasks.rejected.jsonl"):
         shutil.copy(generated.with_name(name), tmp_path / name)
@@ -144,8 +156,19 @@ def test_a_rerun_skips_what_is_done_and_a_cut_line_is_made_again(generated: Path
 
 def test_ctrl_c_loses_at_most_what_is_in_flight(source: Path, tmp_path: Path) -> None:
     out = tmp_path / "tasks.jsonl"
-    command = [sys.executable, "-m", "gym_swe.cli", "tasks", "generate", "--repo", str(source), "--out",
-               str(out), "--method", "mutate"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "gym_swe.cli",
+        "tasks",
+        "generate",
+        "--repo",
+        str(source),
+        "--out",
+        str(out),
+        "--method",
+        "mutate",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and not (out.exists() and out.read_text().count("\n") >= 1):
@@ -173,11 +196,26 @@ def test_ctrl_c_loses_at_most_what_is_in_flight(source: Path, tmp_path: Path) ->
         (["--test-timeout", "0"], "--test-timeout must be a positive number"),
     ],
 )
-def test_bad_flags_fail_at_once_and_write_nothing(flags: list[str], message: str, tmp_path: Path,
-                                                  source: Path) -> None:  # fmt: skip
+def test_bad_flags_fail_at_once_and_write_nothing(
+    flags: list[str], message: str, tmp_path: Path, source: Path
+) -> None:
     out = tmp_path / "tasks.jsonl"
-    done = subprocess.run([sys.executable, "-m", "gym_swe.cli", "tasks", "generate", "--repo", str(source),
-                           "--out", str(out), *flags], capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gym_swe.cli",
+            "tasks",
+            "generate",
+            "--repo",
+            str(source),
+            "--out",
+            str(out),
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2
     assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert list(tmp_path.iterdir()) == []
@@ -185,8 +223,21 @@ def test_bad_flags_fail_at_once_and_write_nothing(flags: list[str], message: str
 
 def test_a_path_that_is_no_repository_is_refused(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
-    done = subprocess.run([sys.executable, "-m", "gym_swe.cli", "tasks", "generate", "--repo",
-                           str(tmp_path / "plain"), "--out", str(tmp_path / "t.jsonl")],
-                          capture_output=True, text=True, env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gym_swe.cli",
+            "tasks",
+            "generate",
+            "--repo",
+            str(tmp_path / "plain"),
+            "--out",
+            str(tmp_path / "t.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)},
+    )
     assert done.returncode == 2 and "is not a git repository" in done.stderr
     assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "t.repos").exists()

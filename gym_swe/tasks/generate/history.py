@@ -36,8 +36,15 @@ class Commit:
 def candidates(repo: SourceRepository, max_commits: int = 500) -> list[Commit]:
     """The commits reachable from the repository's commit (first parents, no merges, newest first) whose
     change holds both Python code and tests, and only text."""
-    log = repo.git("log", "--first-parent", "--no-merges", f"--max-count={max_commits}",
-                   "--format=%x00%H %P%x01%cI%x01%s", "--numstat", repo.commit)  # fmt: skip
+    log = repo.git(
+        "log",
+        "--first-parent",
+        "--no-merges",
+        f"--max-count={max_commits}",
+        "--format=%x00%H %P%x01%cI%x01%s",
+        "--numstat",
+        repo.commit,
+    )
     found = []
     for entry in log.split("\0")[1:]:
         head, _, stats = entry.partition("\n")
@@ -88,6 +95,10 @@ def draft(repo: SourceRepository, commit: Commit, timeout: float) -> Draft:
         hidden_files=commit.tests,
         title=commit.subject,
         created_at=commit.date,
-        provenance={"method": "history", "commit": commit.sha, "parent": commit.parent,
-                    "subject": commit.subject},  # fmt: skip
+        provenance={
+            "method": "history",
+            "commit": commit.sha,
+            "parent": commit.parent,
+            "subject": commit.subject,
+        },
     )

@@ -11,25 +11,49 @@ import ast
 import hashlib
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from gym_swe.tasks.generate.drafts import Baseline, Draft, injected
 from gym_swe.tasks.generate.repository import SourceRepository
 
-OPERATORS = ("compare", "arithmetic", "boolean", "off_by_one", "negate_condition", "remove_guard",
-             "swap_arguments")  # fmt: skip
-COMPARE_SWAPS = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==", "is not": "is",
-                 "is": "is not", "not in": "in", "in": "not in"}  # fmt: skip
+OPERATORS = (
+    "compare",
+    "arithmetic",
+    "boolean",
+    "off_by_one",
+    "negate_condition",
+    "remove_guard",
+    "swap_arguments",
+)
+COMPARE_SWAPS = {
+    "<": "<=",
+    "<=": "<",
+    ">": ">=",
+    ">=": ">",
+    "==": "!=",
+    "!=": "==",
+    "is not": "is",
+    "is": "is not",
+    "not in": "in",
+    "in": "not in",
+}
 COMPARE_TOKEN = re.compile(r"not\s+in\b|is\s+not\b|<=|>=|==|!=|<|>|\bin\b|\bis\b")
-ARITHMETIC_SWAPS = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "/"), ast.Div: ("/", "*"),
-                    ast.FloorDiv: ("//", "/")}  # fmt: skip
+ARITHMETIC_SWAPS = {
+    ast.Add: ("+", "-"),
+    ast.Sub: ("-", "+"),
+    ast.Mult: ("*", "/"),
+    ast.Div: ("/", "*"),
+    ast.FloorDiv: ("//", "/"),
+}
 GUARD_ENDS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
 @dataclass(frozen=True)
 class Mutation:
-    """One edit of one file: the text from ``start`` to ``end`` (character offsets) becomes ``replacement``."""
+    """One edit of one file: the text from ``start`` to ``end`` (character offsets) becomes
+    ``replacement``."""
 
     path: str
     function: str
@@ -50,8 +74,14 @@ class Mutation:
         return source[: self.start] + self.replacement + source[self.end :]
 
     def provenance(self) -> dict[str, object]:
-        return {"file": self.path, "function": self.function, "operator": self.operator, "line": self.line,
-                "original": self.original, "mutated": self.replacement}  # fmt: skip
+        return {
+            "file": self.path,
+            "function": self.function,
+            "operator": self.operator,
+            "line": self.line,
+            "original": self.original,
+            "mutated": self.replacement,
+        }
 
 
 def is_test_file(path: str) -> bool:
@@ -59,19 +89,25 @@ def is_test_file(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     parts = path.split("/")[:-1]
     return (
-        name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+        name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
         or any(part in ("test", "tests", "testing") for part in parts)
-    )  # fmt: skip
+    )
 
 
 def is_library_file(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     skipped = ("docs/", "doc/", "examples/", "benchmarks/", "scripts/", "tools/")
-    return (path.endswith(".py") and not is_test_file(path) and name not in ("setup.py", "noxfile.py",
-            "conftest.py", "__main__.py") and not path.startswith(skipped))  # fmt: skip
+    return (
+        path.endswith(".py")
+        and not is_test_file(path)
+        and name not in ("setup.py", "noxfile.py", "conftest.py", "__main__.py")
+        and not path.startswith(skipped)
+    )
 
 
-class _Offsets:
+class Offsets:
     """AST positions (line, column in UTF-8 bytes) as character offsets into the text."""
 
     def __init__(self, text: str) -> None:
@@ -85,8 +121,8 @@ class _Offsets:
         return self.starts[line - 1] + len(text.encode()[:column].decode(errors="replace"))
 
     def span(self, node: ast.AST) -> tuple[int, int]:
-        return (self.at(node.lineno, node.col_offset),  # type: ignore[attr-defined]
-                self.at(node.end_lineno, node.end_col_offset))  # type: ignore[attr-defined]  # fmt: skip
+        where: Any = node  # expressions and statements have positions; ast.AST does not say so
+        return self.at(where.lineno, where.col_offset), self.at(where.end_lineno, where.end_col_offset)
 
 
 def mutations(path: str, source: str, tested_names: set[str]) -> Iterator[Mutation]:
@@ -96,10 +132,10 @@ def mutations(path: str, source: str, tested_names: set[str]) -> Iterator[Mutati
         tree = ast.parse(source)
     except SyntaxError:
         return
-    offsets = _Offsets(source)
+    offsets = Offsets(source)
     seen: set[tuple[int, int, str]] = set()
     module = {part.removesuffix(".py") for part in path.split("/")} - {"__init__", "src"}
-    for qualname, function in _functions(tree):
+    for qualname, function in functions_of(tree):
         if not ({*qualname.split("."), *module} & tested_names):
             continue
         for node in ast.walk(function):
@@ -107,8 +143,16 @@ def mutations(path: str, source: str, tested_names: set[str]) -> Iterator[Mutati
                 if (start, end, replacement) in seen or source[start:end] == replacement:
                     continue
                 seen.add((start, end, replacement))
-                mutation = Mutation(path, qualname, operator, source.count("\n", 0, start) + 1, start, end,
-                                    source[start:end], replacement)  # fmt: skip
+                mutation = Mutation(
+                    path,
+                    qualname,
+                    operator,
+                    source.count("\n", 0, start) + 1,
+                    start,
+                    end,
+                    source[start:end],
+                    replacement,
+                )
                 try:
                     compile(mutation.apply(source), path, "exec")
                 except (SyntaxError, ValueError):
@@ -116,27 +160,41 @@ def mutations(path: str, source: str, tested_names: set[str]) -> Iterator[Mutati
                 yield mutation
 
 
-def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]:
+def functions_of(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]:
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield prefix + node.name, node
         elif isinstance(node, ast.ClassDef):
-            yield from _functions(node, prefix + node.name + ".")
+            yield from functions_of(node, prefix + node.name + ".")
 
 
-def _edits(node: ast.AST, source: str, offsets: _Offsets) -> Iterator[tuple[str, int, int, str]]:
+def _edits(node: ast.AST, source: str, offsets: Offsets) -> Iterator[tuple[str, int, int, str]]:
     """(operator, start, end, replacement) for each mutation ``node`` admits."""
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
-        yield from _token_swap("compare", node.left, node.comparators[0], source, offsets, COMPARE_TOKEN,
-                               lambda token: COMPARE_SWAPS[" ".join(token.split())])  # fmt: skip
+        yield from _token_swap(
+            "compare",
+            node.left,
+            node.comparators[0],
+            source,
+            offsets,
+            COMPARE_TOKEN,
+            lambda token: COMPARE_SWAPS[" ".join(token.split())],
+        )
     elif isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC_SWAPS and not _is_text(node):
         old, new = ARITHMETIC_SWAPS[type(node.op)]
         pattern = re.compile(re.escape(old) + ("(?!/)" if old == "/" else ""))
         yield from _token_swap("arithmetic", node.left, node.right, source, offsets, pattern, lambda _: new)
     elif isinstance(node, ast.BoolOp) and len(node.values) == 2:
         new = "or" if isinstance(node.op, ast.And) else "and"
-        yield from _token_swap("boolean", node.values[0], node.values[1], source, offsets,
-                               re.compile(r"\b(and|or)\b"), lambda _: new)  # fmt: skip
+        yield from _token_swap(
+            "boolean",
+            node.values[0],
+            node.values[1],
+            source,
+            offsets,
+            re.compile(r"\b(and|or)\b"),
+            lambda _: new,
+        )
     elif isinstance(node, ast.Constant) and type(node.value) is int and 0 <= node.value < 1000:
         start, end = offsets.span(node)
         if source[start:end].isdigit():
@@ -149,8 +207,10 @@ def _edits(node: ast.AST, source: str, offsets: _Offsets) -> Iterator[tuple[str,
             yield "negate_condition", start, end, f"not ({source[start:end]})"
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.For, ast.While, ast.If, ast.With)):
         yield from _guards(node, source, offsets)
-    if isinstance(node, ast.Call) and len(node.args) >= 2 and not any(
-        isinstance(arg, ast.Starred) for arg in node.args[:2]
+    if (
+        isinstance(node, ast.Call)
+        and len(node.args) >= 2
+        and not any(isinstance(arg, ast.Starred) for arg in node.args[:2])
     ):
         (a_start, a_end), (b_start, b_end) = offsets.span(node.args[0]), offsets.span(node.args[1])
         first, second = source[a_start:a_end], source[b_start:b_end]
@@ -158,7 +218,15 @@ def _edits(node: ast.AST, source: str, offsets: _Offsets) -> Iterator[tuple[str,
             yield "swap_arguments", a_start, b_end, second + source[a_end:b_start] + first
 
 
-def _token_swap(operator, left, right, source, offsets, pattern, new_token):  # type: ignore[no-untyped-def]
+def _token_swap(
+    operator: str,
+    left: ast.AST,
+    right: ast.AST,
+    source: str,
+    offsets: Offsets,
+    pattern: re.Pattern[str],
+    new_token: Callable[[str], str],
+) -> Iterator[tuple[str, int, int, str]]:
     """Replace the operator token between ``left`` and ``right`` (the text between them holds it, with
     spaces, brackets or a line break)."""
     gap_start, gap_end = offsets.span(left)[1], offsets.span(right)[0]
@@ -171,11 +239,14 @@ def _token_swap(operator, left, right, source, offsets, pattern, new_token):  # 
 
 def _is_text(node: ast.BinOp) -> bool:
     """String building (``"a" + b``, ``"%s" % x``): swapping its operator gives a TypeError, not a bug."""
-    return any(isinstance(side, (ast.JoinedStr, ast.List, ast.Tuple)) or (isinstance(side, ast.Constant)
-               and isinstance(side.value, (str, bytes))) for side in (node.left, node.right))  # fmt: skip
+    return any(
+        isinstance(side, (ast.JoinedStr, ast.List, ast.Tuple))
+        or (isinstance(side, ast.Constant) and isinstance(side.value, (str, bytes)))
+        for side in (node.left, node.right)
+    )
 
 
-def _guards(parent: ast.AST, source: str, offsets: _Offsets) -> Iterator[tuple[str, int, int, str]]:
+def _guards(parent: ast.AST, source: str, offsets: Offsets) -> Iterator[tuple[str, int, int, str]]:
     """A guard clause (``if ...: return/raise/continue/break`` with no else) removed, whole lines, where
     the block keeps another statement."""
     body = getattr(parent, "body", [])
@@ -183,9 +254,11 @@ def _guards(parent: ast.AST, source: str, offsets: _Offsets) -> Iterator[tuple[s
         return
     for statement in body:
         if (
-            isinstance(statement, ast.If) and not statement.orelse and len(statement.body) == 1
+            isinstance(statement, ast.If)
+            and not statement.orelse
+            and len(statement.body) == 1
             and isinstance(statement.body[0], GUARD_ENDS)
-        ):  # fmt: skip
+        ):
             start = offsets.starts[statement.lineno - 1]
             end = offsets.starts[min(statement.end_lineno or statement.lineno, len(offsets.lines))]
             if source[start:end].strip().startswith("if "):
@@ -229,6 +302,12 @@ def package_of(path: str) -> str:
 def draft(repo: SourceRepository, mutation: Mutation, base: Baseline, timeout: float) -> Draft:
     """The task of ``mutation``, or `Rejected` when no passing test fails with it."""
     mutated = mutation.apply(repo.read(mutation.path))
-    return injected(repo, f"mutate-{mutation.key}", {mutation.path: mutated}, base, timeout,
-                    f"Wrong results from `{package_of(mutation.path)}`",
-                    {"method": "mutate", **mutation.provenance()})  # fmt: skip
+    return injected(
+        repo,
+        f"mutate-{mutation.key}",
+        {mutation.path: mutated},
+        base,
+        timeout,
+        f"Wrong results from `{package_of(mutation.path)}`",
+        {"method": "mutate", **mutation.provenance()},
+    )

@@ -49,8 +49,11 @@ def paths_for(out: Path) -> dict[str, Path]:
     """What generation writes beside the task file ``out``: the rejected candidates, the repositories'
     mirrors, scratch files."""
     stem = out.name.removesuffix(".jsonl")
-    return {"rejected": out.with_name(stem + ".rejected.jsonl"), "repos": out.with_name(stem + ".repos"),
-            "work": out.with_name(stem + ".work")}  # fmt: skip
+    return {
+        "rejected": out.with_name(stem + ".rejected.jsonl"),
+        "repos": out.with_name(stem + ".repos"),
+        "work": out.with_name(stem + ".work"),
+    }
 
 
 def task_id_of(repo: SourceRepository, suffix: str) -> str:
@@ -91,8 +94,9 @@ class Appender:
 
 def record(repo: SourceRepository, draft: Draft, statement: str, mirror: str) -> dict[str, Any]:
     """The SWEGym-v0 record of a draft, with its provenance and difficulty."""
-    fix_lines = sum(1 for line in draft.patch.splitlines()
-                    if line[:1] in "+-" and line[:3] not in ("+++", "---"))  # fmt: skip
+    fix_lines = sum(
+        1 for line in draft.patch.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    )
     return {
         "repo": repo.name,
         "instance_id": task_id_of(repo, draft.suffix),
@@ -109,8 +113,11 @@ def record(repo: SourceRepository, draft: Draft, statement: str, mirror: str) ->
         "environment": repo.environment,
         "repo_mirror": mirror,
         "provenance": draft.provenance,
-        "difficulty": {"fix_lines": fix_lines, "fix_files": draft.patch.count("\ndiff --git ") + 1,
-                       "fail_to_pass": len(draft.fail_to_pass)},  # fmt: skip
+        "difficulty": {
+            "fix_lines": fix_lines,
+            "fix_files": draft.patch.count("\ndiff --git ") + 1,
+            "fail_to_pass": len(draft.fail_to_pass),
+        },
     }
 
 
@@ -132,8 +139,10 @@ def verdict(report: dict[str, Any]) -> str | None:
     if not report["ok"]:
         return f"not valid: {report.get('problem') or report.get('error')}"
     if report.get("integrity") not in PROTECTED:
-        return (f"valid but its grade is not protected ({report.get('integrity')}, chance "
-                f"{report.get('chance')}): the default integrity would not pay it")  # fmt: skip
+        return (
+            f"valid but its grade is not protected ({report.get('integrity')}, chance "
+            f"{report.get('chance')}): the default integrity would not pay it"
+        )
     return None
 
 
@@ -166,8 +175,14 @@ class Generation:
     def baseline(self) -> Baseline:
         """The tests at the repository's commit, twice; an error when most of them do not pass there."""
         base = baseline(self.repo, self.timeout)
-        logger.info("%s at %s: %d of %d tests pass (twice) (%.0f%%)", self.repo.name, self.repo.commit[:12],
-                    len(base.stable), base.total, 100 * base.share)  # fmt: skip
+        logger.info(
+            "%s at %s: %d of %d tests pass (twice) (%.0f%%)",
+            self.repo.name,
+            self.repo.commit[:12],
+            len(base.stable),
+            base.total,
+            100 * base.share,
+        )
         if base.share < MIN_BASE_SHARE:
             raise TaskError(
                 f"only {len(base.stable)} of the {base.total} tests of {self.repo.name} pass at "
@@ -178,10 +193,12 @@ class Generation:
 
     def statement(self, draft: Draft) -> str:
         if self.generator is not None:
-            return written_by_model(self.generator, draft.failing_output, draft.fail_to_pass,
-                                    draft.hidden_files, draft.patch)  # fmt: skip
-        return templated(draft.title, draft.failing_output, draft.fail_to_pass, draft.hidden_files,
-                         draft.patch)  # fmt: skip
+            return written_by_model(
+                self.generator, draft.failing_output, draft.fail_to_pass, draft.hidden_files, draft.patch
+            )
+        return templated(
+            draft.title, draft.failing_output, draft.fail_to_pass, draft.hidden_files, draft.patch
+        )
 
     def run(self, candidates: Iterable[Candidate]) -> dict[str, int]:
         """Every candidate not done yet, ``workers`` at a time, until ``max_tasks`` are kept."""
@@ -195,7 +212,9 @@ class Generation:
         jobs: queue.Queue[Candidate | None] = queue.Queue()
         for candidate in todo:
             jobs.put(candidate)
-        results: queue.Queue[tuple[Candidate, dict[str, Any] | None, str, BaseException | None]] = queue.Queue()
+        results: queue.Queue[tuple[Candidate, dict[str, Any] | None, str, BaseException | None]] = (
+            queue.Queue()
+        )
         stop = threading.Event()
 
         def work() -> None:
@@ -229,11 +248,14 @@ class Generation:
                     self.counts["kept"] += 1
                     self.counts["new"] += 1
                 else:
-                    self.rejected.add({"task_id": candidate.task_id, "method": candidate.method, "reason": why})
+                    self.rejected.add(
+                        {"task_id": candidate.task_id, "method": candidate.method, "reason": why}
+                    )
                     self.counts["rejected"] += 1
                 if self.progress:
-                    self.progress.done({"task_id": candidate.task_id, "ok": row is not None,
-                                        "problem": why, "seconds": 0})  # fmt: skip
+                    self.progress.done(
+                        {"task_id": candidate.task_id, "ok": row is not None, "problem": why, "seconds": 0}
+                    )
                 if self.max_tasks is not None and self.counts["kept"] >= self.max_tasks:
                     break
         finally:
@@ -253,15 +275,16 @@ class Generation:
                 self.repo.keep(row["instance_id"], draft.base_commit)
             phase(candidate.task_id, "validating")
             report = validated({**row, "repo_mirror": str(self.repo.mirror)}, self.paths["work"])
-        except Rejected as why:
-            return None, str(why)
+        except Rejected as rejected:
+            return None, str(rejected)
         except GymSweError as error:
             return None, f"{type(error).__name__}: {error}"
         why = verdict(report)
         if why is not None:
             return None, why
-        row["validation"] = {key: report.get(key) for key in ("integrity", "chance", "fix_passed",
-                                                              "no_fix_passed")}  # fmt: skip
+        row["validation"] = {
+            key: report.get(key) for key in ("integrity", "chance", "fix_passed", "no_fix_passed")
+        }
         return row, ""
 
 
@@ -282,15 +305,36 @@ def candidates_for(
     lists: list[list[Candidate]] = []
     for method in methods:
         if method == "history":
-            lists.append([Candidate(task_id_of(repo, commit.task_suffix), method,
-                                    functools.partial(history.draft, repo, commit, timeout))
-                          for commit in history.candidates(repo, max_commits)])  # fmt: skip
+            lists.append(
+                [
+                    Candidate(
+                        task_id_of(repo, commit.task_suffix),
+                        method,
+                        functools.partial(history.draft, repo, commit, timeout),
+                    )
+                    for commit in history.candidates(repo, max_commits)
+                ]
+            )
         elif method == "mutate":
-            lists.append([Candidate(task_id_of(repo, f"mutate-{mutation.key}"), method,
-                                    functools.partial(mutate.draft, repo, mutation, base, timeout))
-                          for mutation in mutate.candidates(repo, per_function, seed)])  # fmt: skip
+            lists.append(
+                [
+                    Candidate(
+                        task_id_of(repo, f"mutate-{mutation.key}"),
+                        method,
+                        functools.partial(mutate.draft, repo, mutation, base, timeout),
+                    )
+                    for mutation in mutate.candidates(repo, per_function, seed)
+                ]
+            )
         elif method == "rewrite":
-            lists.append([Candidate(task_id_of(repo, f"rewrite-{target.key}"), method,
-                                    functools.partial(rewrite.draft, repo, target, base, timeout, generator))
-                          for target in rewrite.candidates(repo, seed)])  # fmt: skip
+            lists.append(
+                [
+                    Candidate(
+                        task_id_of(repo, f"rewrite-{target.key}"),
+                        method,
+                        functools.partial(rewrite.draft, repo, target, base, timeout, generator),
+                    )
+                    for target in rewrite.candidates(repo, seed)
+                ]
+            )
     return [candidate for group in itertools.zip_longest(*lists) for candidate in group if candidate]

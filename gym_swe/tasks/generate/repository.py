@@ -6,11 +6,13 @@ its environment, inferred from its packaging files unless the user gives one."""
 from __future__ import annotations
 
 import configparser
+import importlib
 import json
 import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,26 +22,36 @@ from gym_swe.tasks.repos import git, safe_name
 
 # Generated commits get a fixed identity and date, so the same tree and message always give the same id.
 COMMIT_IDENTITY = {
-    "GIT_AUTHOR_NAME": "gym_swe", "GIT_AUTHOR_EMAIL": "tasks@gym-swe.invalid",
-    "GIT_COMMITTER_NAME": "gym_swe", "GIT_COMMITTER_EMAIL": "tasks@gym-swe.invalid",
-    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
-}  # fmt: skip
+    "GIT_AUTHOR_NAME": "gym_swe",
+    "GIT_AUTHOR_EMAIL": "tasks@gym-swe.invalid",
+    "GIT_COMMITTER_NAME": "gym_swe",
+    "GIT_COMMITTER_EMAIL": "tasks@gym-swe.invalid",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+}
 TASK_REFS = "refs/gym-swe/tasks/"
 """Where the mirror keeps the base commit of each generated task, so that cloning it keeps them."""
 # Extras and dependency groups that hold what a repository's tests need, by the names projects give them.
 TEST_GROUPS = ("test", "tests", "testing")
 DEV_GROUPS = ("dev", "develop", "development")
 REQUIREMENT_FILES = (
-    "requirements.txt", "requirements-test.txt", "requirements_test.txt", "test-requirements.txt",
-    "requirements-tests.txt", "requirements/test.txt", "requirements/tests.txt", "requirements-dev.txt",
-)  # fmt: skip
+    "requirements.txt",
+    "requirements-test.txt",
+    "requirements_test.txt",
+    "test-requirements.txt",
+    "requirements-tests.txt",
+    "requirements/test.txt",
+    "requirements/tests.txt",
+    "requirements-dev.txt",
+)
 REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 WORKDIR = "/testbed"
 
 
 @dataclass
 class SourceRepository:
-    """A repository's mirror (``mirror``, beside the task file) at the commit tasks start from (``commit``)."""
+    """A repository's mirror (``mirror``, beside the task file) at the commit tasks start from
+    (``commit``)."""
 
     name: str
     """``owner/name``, the records' ``repo``."""
@@ -52,8 +64,13 @@ class SourceRepository:
         if env is None and stdin is None:
             return git("--git-dir", str(self.mirror), *args)
         full = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", **(env or {})}
-        done = subprocess.run(["git", "--git-dir", str(self.mirror), *args], env=full, input=stdin,
-                              capture_output=True, text=True)  # fmt: skip
+        done = subprocess.run(
+            ["git", "--git-dir", str(self.mirror), *args],
+            env=full,
+            input=stdin,
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             raise TaskError(f"git {' '.join(args[:2])} failed: {done.stderr.strip()[-2000:]}")
         return done.stdout
@@ -64,11 +81,15 @@ class SourceRepository:
     def read(self, path: str, commit: str | None = None) -> str:
         return self.git("show", f"{commit or self.commit}:{path}")
 
-    def commit_with(self, changed: dict[str, str | None], message: str) -> str:
+    def commit_with(self, changed: Mapping[str, str | None], message: str) -> str:
         """A commit with no parent whose tree is ``commit``'s with the files ``changed`` (path: text, or None
         to leave the file out): the starting state of a task whose fix is in no history."""
         with tempfile.TemporaryDirectory(prefix="gym-swe-index-") as scratch:
-            env = {"GIT_INDEX_FILE": str(Path(scratch) / "index"), "GIT_WORK_TREE": scratch, **COMMIT_IDENTITY}
+            env = {
+                "GIT_INDEX_FILE": str(Path(scratch) / "index"),
+                "GIT_WORK_TREE": scratch,
+                **COMMIT_IDENTITY,
+            }
             self.git("read-tree", self.commit, env=env)
             for path, text in changed.items():
                 if text is None:
@@ -85,8 +106,19 @@ class SourceRepository:
         self.git("update-ref", TASK_REFS + safe_name(task_id), commit)
 
     def diff(self, old: str, new: str, paths: tuple[str, ...] = ()) -> str:
-        return self.git("-c", "diff.noprefix=false", "diff", "--no-color", "--no-ext-diff", "--full-index",
-                        "--no-renames", old, new, "--", *paths)  # fmt: skip
+        return self.git(
+            "-c",
+            "diff.noprefix=false",
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--full-index",
+            "--no-renames",
+            old,
+            new,
+            "--",
+            *paths,
+        )
 
 
 def open_repository(
@@ -100,15 +132,19 @@ def open_repository(
     (once: a re-run takes what the source gained since), at ``rev``."""
     source = Path(location).expanduser().absolute()
     if not source.exists():
-        raise ConfigError(f"--repo {str(location)!r} does not exist; give a git working copy, mirror or bundle")
+        raise ConfigError(
+            f"--repo {str(location)!r} does not exist; give a git working copy, mirror or bundle"
+        )
     try:
         if source.is_dir():
             git("-C", str(source), "rev-parse", "--verify", "HEAD^{commit}")
         else:
             git("bundle", "list-heads", str(source))
     except TaskError:
-        raise ConfigError(f"--repo {str(location)!r} is not a git repository (a working copy, mirror or bundle) "
-                          "with a commit") from None  # fmt: skip
+        raise ConfigError(
+            f"--repo {str(location)!r} is not a git repository (a working copy, mirror or bundle) "
+            "with a commit"
+        ) from None
     name = name or f"local/{safe_name(source.name.removesuffix('.git').removesuffix('.bundle'))}"
     if not re.fullmatch(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+", name):
         raise ConfigError(f"--name must be owner/name (letters, digits, '.', '_', '-'), got {name!r}")
@@ -117,8 +153,17 @@ def open_repository(
         repos_dir.mkdir(parents=True, exist_ok=True)
         git("clone", "--quiet", "--mirror", str(source), str(mirror))
     else:  # a re-run: what the source gained since; the generated tasks' refs are the mirror's own
-        git("-c", "protocol.file.allow=always", "--git-dir", str(mirror), "fetch", "--quiet", str(source),
-            "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")  # fmt: skip
+        git(
+            "-c",
+            "protocol.file.allow=always",
+            "--git-dir",
+            str(mirror),
+            "fetch",
+            "--quiet",
+            str(source),
+            "+refs/heads/*:refs/heads/*",
+            "+refs/tags/*:refs/tags/*",
+        )
     git("--git-dir", str(mirror), "config", "uploadpack.allowAnySHA1InWant", "true")
     where = ("-C", str(source)) if source.is_dir() else ("--git-dir", str(mirror))
     heads = git("--git-dir", str(mirror), "for-each-ref", "--format=%(refname)", "refs/heads/").split()
@@ -128,7 +173,9 @@ def open_repository(
         commit = git(*where, "rev-parse", "--verify", f"{rev}^{{commit}}").strip()
         git("--git-dir", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}")
     except TaskError:
-        raise ConfigError(f"--rev {rev!r} is not a commit of {location} (on one of its branches or tags)") from None
+        raise ConfigError(
+            f"--rev {rev!r} is not a commit of {location} (on one of its branches or tags)"
+        ) from None
     repo = SourceRepository(name=name, mirror=mirror, commit=commit)
     repo.environment = environment if environment is not None else infer_environment(repo)
     return repo
@@ -154,8 +201,11 @@ def infer_environment(repo: SourceRepository) -> dict[str, Any]:
         found = REQUIREMENT_NAME.match(requirement)
         if found and normalized(found.group(1)) != own:
             packages.append(requirement)
-    source_root = f"{WORKDIR}/src" if any(path.startswith("src/") and path.endswith(".py") for path in files) \
-        else WORKDIR  # fmt: skip
+    source_root = (
+        f"{WORKDIR}/src"
+        if any(path.startswith("src/") and path.endswith(".py") for path in files)
+        else WORKDIR
+    )
     return {"python": "python3", "packages": packages, "env": {"PYTHONPATH": source_root}}
 
 
@@ -165,8 +215,11 @@ def normalized(name: str) -> str:
 
 def project_name(repo: SourceRepository, files: set[str]) -> str:
     if "pyproject.toml" in files:
-        found = re.search(r"""^\[project\][^\[]*?^name\s*=\s*['"]([^'"]+)['"]""", repo.read("pyproject.toml"),
-                          re.MULTILINE | re.DOTALL)  # fmt: skip
+        found = re.search(
+            r"""^\[project\][^\[]*?^name\s*=\s*['"]([^'"]+)['"]""",
+            repo.read("pyproject.toml"),
+            re.MULTILINE | re.DOTALL,
+        )
         if found:
             return normalized(found.group(1))
     if "setup.cfg" in files:
@@ -178,11 +231,16 @@ def project_name(repo: SourceRepository, files: set[str]) -> str:
 
 
 def pyproject_requirements(text: str) -> list[str]:
-    import tomllib
-
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+        toml: Any = importlib.import_module("tomllib")
+    except ModuleNotFoundError:  # Python 3.10: tomli, where installed
+        try:
+            toml = importlib.import_module("tomli")
+        except ModuleNotFoundError:
+            return []
+    try:
+        data = toml.loads(text)
+    except toml.TOMLDecodeError:
         return []
     project = data.get("project", {})
     found = [item for item in project.get("dependencies", []) if isinstance(item, str)]

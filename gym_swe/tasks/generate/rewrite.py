@@ -15,8 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from gym_swe.tasks.generate.drafts import Baseline, Draft, Rejected, injected
-from gym_swe.tasks.generate.mutate import _functions, _Offsets, is_library_file, is_test_file, package_of
-from gym_swe.tasks.generate.mutate import tested_names
+from gym_swe.tasks.generate.mutate import (
+    Offsets,
+    functions_of,
+    is_library_file,
+    is_test_file,
+    package_of,
+    tested_names,
+)
 from gym_swe.tasks.generate.repository import SourceRepository
 from gym_swe.tasks.generate.statements import complete
 
@@ -56,9 +62,9 @@ def targets(path: str, source: str, names: set[str]) -> Iterator[Target]:
         tree = ast.parse(source)
     except SyntaxError:
         return
-    offsets = _Offsets(source)
+    offsets = Offsets(source)
     module = {part.removesuffix(".py") for part in path.split("/")} - {"__init__", "src"}
-    for qualname, node in _functions(tree):
+    for qualname, node in functions_of(tree):
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])  # type: ignore[attr-defined]
         last = node.end_lineno or node.lineno  # type: ignore[attr-defined]
         if not MIN_LINES <= last - first + 1 <= MAX_LINES or not ({*qualname.split("."), *module} & names):
@@ -71,7 +77,9 @@ def targets(path: str, source: str, names: set[str]) -> Iterator[Target]:
 def candidates(repo: SourceRepository, seed: int = 0) -> list[Target]:
     files = repo.files()
     names = tested_names({p: repo.read(p) for p in files if p.endswith(".py") and is_test_file(p)})
-    found = [target for path in files if is_library_file(path) for target in targets(path, repo.read(path), names)]
+    found = [
+        target for path in files if is_library_file(path) for target in targets(path, repo.read(path), names)
+    ]
     random.Random(seed).shuffle(found)
     return found
 
@@ -86,8 +94,10 @@ def rewritten(answer: str, target: Target) -> str:
     except SyntaxError as error:
         raise Rejected(f"the model's rewrite is not Python ({error.msg}, line {error.lineno})") from None
     name = target.function.rsplit(".", 1)[-1]
-    if len(tree.body) != 1 or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)) or (
-        tree.body[0].name != name
+    if (
+        len(tree.body) != 1
+        or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef))
+        or (tree.body[0].name != name)
     ):
         raise Rejected(f"the model's answer is not one function named {name}")
     return textwrap.indent(code, target.indent)
@@ -105,7 +115,17 @@ def draft(repo: SourceRepository, target: Target, base: Baseline, timeout: float
         compile(changed, target.path, "exec")
     except SyntaxError as error:
         raise Rejected(f"the file does not compile with the rewrite ({error.msg})") from None
-    return injected(repo, f"rewrite-{target.key}", {target.path: changed}, base, timeout,
-                    f"Wrong results from `{package_of(target.path)}`",
-                    {"method": "rewrite", "file": target.path, "function": target.function,
-                     "model": getattr(generator, "name", "")})  # fmt: skip
+    return injected(
+        repo,
+        f"rewrite-{target.key}",
+        {target.path: changed},
+        base,
+        timeout,
+        f"Wrong results from `{package_of(target.path)}`",
+        {
+            "method": "rewrite",
+            "file": target.path,
+            "function": target.function,
+            "model": getattr(generator, "name", ""),
+        },
+    )

@@ -17,6 +17,7 @@ MAX_LINE_CHARS = 200
 SECTION = re.compile(r"^_{3,} (.+?) _{3,}$", re.MULTILINE)
 FRAME = re.compile(r"^(\S+\.py):(\d+): in (\S+)$")
 HIDDEN = "<a test>"
+TEST_NAMED = re.compile(r"\b(?:test_\w+|Test[A-Z0-9_]\w*|\w+_test\.py)\b")
 
 
 def section_name(test_id: str) -> str:
@@ -27,7 +28,7 @@ def section_name(test_id: str) -> str:
 def failure_sections(output: str) -> dict[str, str]:
     """pytest's failure sections (``--tb=short``) by the name in their header."""
     heads = list(SECTION.finditer(output))
-    sections = {}
+    sections: dict[str, str] = {}
     for index, head in enumerate(heads):
         end = heads[index + 1].start() if index + 1 < len(heads) else len(output)
         body = output[head.end() : end]
@@ -63,8 +64,9 @@ def what_failed(output: str, failing: Sequence[str], test_files: Iterable[str]) 
 
 
 def scrub(text: str, test_ids: Iterable[str], fix: str) -> str:
-    """``text`` with no name of a test or test file in it, and no line of the fix: a line of ``text`` that
-    holds a line the fix adds is dropped whole."""
+    """``text`` with no name of a test or test file in it (those of ``test_ids``, and any named as pytest
+    names tests), and no line of the fix: a line of ``text`` that holds a line the fix adds is dropped
+    whole."""
     names: set[str] = set()
     for test_id in test_ids:
         path, _, rest = test_id.partition("::")
@@ -74,6 +76,7 @@ def scrub(text: str, test_ids: Iterable[str], fix: str) -> str:
             names.add(part.split("[", 1)[0])
     for name in sorted((n for n in names if len(n) > 3), key=len, reverse=True):
         text = re.sub(rf"(?<![\w.]){re.escape(name)}(?!\w)", HIDDEN, text)
+    text = TEST_NAMED.sub(HIDDEN, text)  # any other test, or a test's helper, by pytest's naming
     added = fix_lines(fix)
     kept = [line for line in text.splitlines() if not any(piece in line for piece in added)]
     return "\n".join(kept).strip() + "\n"
@@ -90,8 +93,7 @@ def fix_lines(fix: str) -> set[str]:
     return lines
 
 
-def templated(title: str, output: str, failing: Sequence[str], hidden_files: Iterable[str],
-              fix: str) -> str:  # fmt: skip
+def templated(title: str, output: str, failing: Sequence[str], hidden_files: Iterable[str], fix: str) -> str:
     """The default statement: a title and what the failing tests printed."""
     lines = what_failed(output, failing, hidden_files)
     count = len(failing)
@@ -99,9 +101,11 @@ def templated(title: str, output: str, failing: Sequence[str], hidden_files: Ite
         f"{title}\n\n"
         f"{count} check{'s' if count != 1 else ''} of the project's test suite that should pass "
         f"{'fail' if count != 1 else 'fails'}. What goes wrong:\n\n"
-        + "```\n" + ("\n".join(lines) or "(the tests end in an error)") + "\n```\n\n"
+        + "```\n"
+        + ("\n".join(lines) or "(the tests end in an error)")
+        + "\n```\n\n"
         "Fix the library so that it behaves as intended; the tests are not to be changed.\n"
-    )  # fmt: skip
+    )
     return scrub(body, failing, fix)
 
 
@@ -115,8 +119,14 @@ What the failing checks printed:
 """
 
 
-def written_by_model(generator: Any, output: str, failing: Sequence[str], hidden_files: Iterable[str],
-                     fix: str, max_tokens: int = 400) -> str:  # fmt: skip
+def written_by_model(
+    generator: Any,
+    output: str,
+    failing: Sequence[str],
+    hidden_files: Iterable[str],
+    fix: str,
+    max_tokens: int = 400,
+) -> str:
     """A statement a model wrote (``generator``: a `gym_swe.rollout.generators` Generator) from the failures,
     held to the same rules as the templated one: test names and lines of the fix are scrubbed out."""
     failures = "\n".join(what_failed(output, failing, hidden_files)) or "(an error)"

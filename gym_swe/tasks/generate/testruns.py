@@ -24,7 +24,9 @@ MAX_OUTPUT = 8_000_000
 # pytest's -rA summary: "PASSED tests/test_a.py::test_x", "FAILED tests/test_a.py::test_y - message". An id
 # is its first word, as SWE-bench's records and the grader write them (a parameter with a space is cut there).
 SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+)", re.MULTILINE)
-FINAL_LINE = re.compile(r"^(?:=+ )?(?:.*\b(?:passed|failed|errors?|skipped)\b.*|no tests ran) in [\d.]+s", re.M)
+FINAL_LINE = re.compile(
+    r"^(?:=+ )?(?:.*\b(?:passed|failed|errors?|skipped)\b.*|no tests ran) in [\d.]+s", re.M
+)
 OUTCOMES = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "error", "XFAIL": "skipped"}
 
 
@@ -82,7 +84,9 @@ def run_tests(
                 box.write_file(path, patch)
                 applied = box.exec(f"git apply --whitespace=nowarn {shlex.quote(path)}", timeout=120)
                 if not applied.ok:
-                    raise TaskError(f"a patch does not apply at {commit[:12]}: {applied.output.strip()[-500:]}")
+                    raise TaskError(
+                        f"a patch does not apply at {commit[:12]}: {applied.output.strip()[-500:]}"
+                    )
             result = box.exec(PYTEST, timeout=timeout, max_output=MAX_OUTPUT)
     except GymSweError:
         raise
