@@ -34,12 +34,13 @@ class Commit:
 
 
 def candidates(repo: SourceRepository, max_commits: int = 500) -> list[Commit]:
-    """The commits reachable from the repository's commit (first parents, no merges, newest first) whose
-    change holds both Python code and tests, and only text."""
+    """The commits of the repository's first-parent line (newest first) whose change holds both Python code
+    and tests, and only text. A merge counts as its change to its first parent (a pull request's whole
+    change, where projects merge them), titled by its message's body (GitHub's pull request title)."""
     log = repo.git(
         "log",
         "--first-parent",
-        "--no-merges",
+        "--diff-merges=first-parent",
         f"--max-count={max_commits}",
         "--format=%x00%H %P%x01%cI%x01%s",
         "--numstat",
@@ -50,7 +51,7 @@ def candidates(repo: SourceRepository, max_commits: int = 500) -> list[Commit]:
         head, _, stats = entry.partition("\n")
         shas, date, subject = head.split("\x01", 2)
         sha, *parents = shas.split()
-        if len(parents) != 1:
+        if not parents:
             continue  # a root commit has no state before it
         paths = []
         binary = False
@@ -63,6 +64,9 @@ def candidates(repo: SourceRepository, max_commits: int = 500) -> list[Commit]:
         code = tuple(path for path in paths if not is_test_file(path))
         if binary or not tests or not any(path.endswith(".py") for path in code):
             continue
+        if len(parents) > 1:
+            body = [line.strip() for line in repo.git("log", "-1", "--format=%b", sha).splitlines()]
+            subject = next((line for line in body if line), subject)
         found.append(Commit(sha, parents[0], subject.strip(), date, code, tests))
     return found
 
