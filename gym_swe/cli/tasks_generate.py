@@ -56,6 +56,9 @@ def add_to(actions: Any) -> None:
     )
     parser.add_argument("--workers", type=int, default=2, help="candidates made and validated at once")
     parser.add_argument("--max-tasks", type=int, help="stop once the task file holds this many tasks")
+    parser.add_argument(
+        "--max-candidates", type=int, help="try at most this many candidates not tried before, this run"
+    )
     parser.add_argument("--max-commits", type=int, default=500, help="history: commits looked at")
     parser.add_argument("--per-function", type=int, default=2, help="mutate: mutations tried per function")
     parser.add_argument("--seed", type=int, default=0, help="the order candidates are tried in")
@@ -81,7 +84,7 @@ def check(args: argparse.Namespace) -> tuple[str, ...]:
     """The methods asked for; a flag that cannot be honoured or would do nothing is an error here, before
     anything loads or is written."""
     methods = tuple(dict.fromkeys(args.method or DEFAULT_METHODS))
-    for name in ("workers", "max_tasks", "max_commits", "per_function"):
+    for name in ("workers", "max_tasks", "max_candidates", "max_commits", "per_function"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
@@ -138,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
         out,
         workers=args.workers,
         max_tasks=args.max_tasks,
+        max_candidates=args.max_candidates,
         timeout=args.test_timeout,
         generator=generator if args.model_statements else None,
         progress=Progress(desc="generate"),

@@ -155,6 +155,7 @@ class Generation:
         out: Path,
         workers: int = 2,
         max_tasks: int | None = None,
+        max_candidates: int | None = None,
         timeout: float = 600.0,
         generator: Any = None,
         progress: Any = None,
@@ -164,6 +165,7 @@ class Generation:
         self.paths = paths_for(out)
         self.workers = workers
         self.max_tasks = max_tasks
+        self.max_candidates = max_candidates
         self.timeout = timeout
         self.generator = generator
         self.progress = progress
@@ -201,11 +203,13 @@ class Generation:
         )
 
     def run(self, candidates: Iterable[Candidate]) -> dict[str, int]:
-        """Every candidate not done yet, ``workers`` at a time, until ``max_tasks`` are kept."""
+        """Every candidate not done yet (the first ``max_candidates`` of them), ``workers`` at a time, until
+        ``max_tasks`` are kept."""
         self.out.parent.mkdir(parents=True, exist_ok=True)
         kept_before = done_ids(self.out)
         done = kept_before | done_ids(self.paths["rejected"])
         todo = [candidate for candidate in candidates if candidate.task_id not in done]
+        todo = todo[: self.max_candidates] if self.max_candidates is not None else todo
         self.counts = {"kept": len(kept_before), "new": 0, "rejected": 0, "skipped": len(done)}
         if self.max_tasks is not None and self.counts["kept"] >= self.max_tasks:
             return self.counts

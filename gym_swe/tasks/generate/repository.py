@@ -40,7 +40,8 @@ REQUIREMENT_FILES = (
     "requirements_test.txt",
     "test-requirements.txt",
     "requirements-tests.txt",
-    "requirements/test.txt", "requirements/testing.txt",
+    "requirements/test.txt",
+    "requirements/testing.txt",
     "requirements/tests.txt",
     "requirements-dev.txt",
 )

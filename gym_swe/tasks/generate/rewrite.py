@@ -30,6 +30,7 @@ MIN_LINES, MAX_LINES = 3, 60
 """Functions of this many lines are rewritten: a shorter one has no room for a subtle bug, a longer one
 costs a model too many tokens to write back."""
 MAX_TOKENS = 1500
+"""The most a rewrite may take; a function's own is about its length, so it gets three times that."""
 PROMPT = """Here is a Python function from a project:
 
 ```python
@@ -106,7 +107,8 @@ def rewritten(answer: str, target: Target) -> str:
 def draft(repo: SourceRepository, target: Target, base: Baseline, timeout: float, generator: Any) -> Draft:
     source = repo.read(target.path)
     original = source[target.start : target.end]
-    answer = complete(generator, PROMPT.format(code=textwrap.dedent(original)), MAX_TOKENS)
+    budget = min(MAX_TOKENS, 3 * len(generator.tokenizer.encode(original, add_special_tokens=False)) + 64)
+    answer = complete(generator, PROMPT.format(code=textwrap.dedent(original)), budget)
     new = rewritten(answer, target)
     if ast.dump(ast.parse(textwrap.dedent(new))) == ast.dump(ast.parse(textwrap.dedent(original))):
         raise Rejected("the model's rewrite is the same code")

@@ -144,7 +144,8 @@ def complete(generator: Any, message: str, max_tokens: int) -> str:
     tokenizer = generator.tokenizer
     messages = [{"role": "user", "content": message}]
     if getattr(tokenizer, "chat_template", None):
-        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        prompt = tokenizer.encode(text, add_special_tokens=False)
     else:  # a base model: the message as it is
         prompt = tokenizer.encode(message)
     sample = generator.generate([list(prompt)], SamplingParams(max_tokens=max_tokens, temperature=0.0))[0]
