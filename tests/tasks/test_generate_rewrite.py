@@ -69,6 +69,7 @@ class Rewriter:
 def test_a_rewrite_through_a_generator_becomes_a_validated_task_that_plays(
     source: Path, tmp_path: Path
 ) -> None:
+    """About a minute under load: the repository's tests run for the baseline, the rewrite and validation."""
     rewriter = Rewriter(load("qwen2.5-instruct"))
     out = tmp_path / "tasks.jsonl"
     repo = open_repository(source, paths_for(out)["repos"])
