@@ -6,6 +6,7 @@ records go to --out as they are made, with the repository's mirror beside it, so
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -155,7 +156,19 @@ def run(args: argparse.Namespace) -> int:
     candidates = candidates_for(
         repo, methods, base, args.test_timeout, args.per_function, args.seed, args.max_commits, generator
     )
-    counts = generation.run(candidates)
+    try:
+        counts = generation.run(candidates)
+    except KeyboardInterrupt:
+        # Leave now: a normal exit joins the validation's thread pools, waiting for the tasks in flight.
+        # Every task written is on disk already, and the sandboxes' jails die with this process.
+        print(
+            f"interrupted: {generation.counts['kept']} task(s) in {args.out}; run the same command again "
+            "to go on",
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.stdout.flush()
+        os._exit(130)
     print(
         f"{counts['kept']} task(s) in {args.out}; this run kept {counts['new']}, "
         f"rejected {counts['rejected']} "
