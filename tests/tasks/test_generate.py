@@ -241,3 +241,17 @@ def test_a_path_that_is_no_repository_is_refused(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "is not a git repository" in done.stderr
     assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "t.repos").exists()
+
+
+def test_the_readme_section_runs_as_written(tmp_path: Path) -> None:
+    """The shell block, then the Python block, in a fresh directory, as a newcomer would paste them."""
+    from tests.test_readme import run, snippet
+
+    shell = snippet("Tasks from your own repository", "bash")
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"  # gym-swe and python of this environment
+    done = subprocess.run(["bash", "-e", "-c", shell], cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PATH": path}, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    count = len(rows(tmp_path / "tasks.jsonl"))
+    assert count >= 4
+    assert run(snippet("Tasks from your own repository"), tmp_path).stdout.strip() == f"{count} tasks"
