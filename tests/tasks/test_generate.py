@@ -255,3 +255,22 @@ def test_the_readme_section_runs_as_written(tmp_path: Path) -> None:
     count = len(rows(tmp_path / "tasks.jsonl"))
     assert count >= 4
     assert run(snippet("Tasks from your own repository"), tmp_path).stdout.strip() == f"{count} tasks"
+
+
+def test_the_trainer_runs_a_step_on_generated_tasks(generated: Path, tmp_path: Path) -> None:
+    """trainers/grpo.py, as a user runs it, one step on the generated task file (a tiny random model: it fixes
+    nothing, so the point is that the tasks load, play and are graded in training, each episode graded)."""
+    pytest.importorskip("transformers")
+    from gym_swe.rollout.tiny import make_tiny_bpe_model
+    from gym_swe.rollout.trajectory import load_jsonl
+    from tests.rollout.conftest import MODELS
+    from tests.trainers.runs import metrics, train
+
+    model = make_tiny_bpe_model(MODELS)
+    train("--env", "SWEGym-v0", "--tasks", str(generated), "--model", str(model), "--steps", "1",
+          "--tasks_per_step", "2", "--group_size", "2", "--max_turns", "2", "--max_new_tokens", "16",
+          "--eval_every", "0", "--output_dir", str(tmp_path), "--run_name", "gen")  # fmt: skip
+    assert [row["step"] for row in metrics(tmp_path / "gen")] == [0]
+    episodes = load_jsonl(tmp_path / "gen" / "trajectories" / "step_0.jsonl")
+    ids = {row["instance_id"] for row in rows(generated)}
+    assert len(episodes) == 4 and all(t.task_id in ids and t.grade is not None for t in episodes)
