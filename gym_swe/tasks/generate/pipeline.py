@@ -130,6 +130,13 @@ def validated(row: dict[str, Any], work: Path) -> dict[str, Any]:
     path.write_text(json.dumps(row) + "\n")
     try:
         return validate("SWEGym-v0", tasks=str(path), workers=1)[0]
+    except (GymSweError, KeyboardInterrupt):
+        raise
+    except Exception as error:
+        # The grader crashed on this task (gym_swe's bug, not the candidate's): the task cannot be
+        # validated, so it is not kept; the others go on, and the traceback is shown for the report.
+        logger.warning("%s: the grader crashed", row["instance_id"], exc_info=True)
+        raise Rejected(f"the grader crashed validating it (a gym_swe bug): {type(error).__name__}: {error}")
     finally:
         path.unlink(missing_ok=True)
 
