@@ -136,7 +136,9 @@ def validated(row: dict[str, Any], work: Path) -> dict[str, Any]:
         # The grader crashed on this task (gym_swe's bug, not the candidate's): the task cannot be
         # validated, so it is not kept; the others go on, and the traceback is shown for the report.
         logger.warning("%s: the grader crashed", row["instance_id"], exc_info=True)
-        raise Rejected(f"the grader crashed validating it (a gym_swe bug): {type(error).__name__}: {error}")
+        raise Rejected(
+            f"the grader crashed validating it (a gym_swe bug): {type(error).__name__}: {error}"
+        ) from None
     finally:
         path.unlink(missing_ok=True)
 
