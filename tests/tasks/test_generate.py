@@ -5,6 +5,7 @@ object of the fixed code), keep the hidden tests out of the statement, and a run
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -129,6 +130,19 @@ def test_swegym_plays_a_generated_task_gold_one_and_no_change_zero(generated: Pa
         assert seen[0].split() == [git(mirror, "rev-list", "--count", task.base_commit), "ABSENT", "ABSENT"]
         if method == "mutate":
             assert git(mirror, "rev-list", "--count", task.base_commit) == "1"  # a commit of its own
+
+            # an agent that searches every file it can see for the fixed file finds none: not in the
+            # workspace, the venv, a cache or a temporary directory
+            def digest(commit: str) -> str:
+                return hashlib.sha256(git(mirror, "show", f"{commit}:{path}").encode() + b"\n").hexdigest()
+
+            name = path.rsplit("/", 1)[-1]
+            search = (f"find / \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -type f -name {name} "
+                      "-print0 2>/dev/null | xargs -0 sha256sum; echo searched")  # fmt: skip
+            _, seen = episode(env, task, [bash(search)])
+            assert "searched" in seen[0] and "/testbed/" + path in seen[0], seen[0]  # the search ran
+            assert digest(task.base_commit) in seen[0], seen[0]  # the search sees the workspace's file
+            assert digest(fixed) not in seen[0], seen[0]
     finally:
         env.close()
 
