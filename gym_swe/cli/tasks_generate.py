@@ -147,12 +147,7 @@ def run(args: argparse.Namespace) -> int:
         generator=generator if args.model_statements else None,
         progress=Progress(desc="generate"),
     )
-    base = generation.baseline()
-    print(
-        f"{repo.name} at {repo.commit[:12]}: {len(base.stable)}/{base.total} tests pass "
-        f"({base.share:.0%}); environment {repo.environment}",
-        file=sys.stderr,
-    )
+    base = generation.baseline()  # says what share of the tests pass; most of them must
     candidates = candidates_for(
         repo, methods, base, args.test_timeout, args.per_function, args.seed, args.max_commits, generator
     )

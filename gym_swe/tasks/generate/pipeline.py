@@ -187,13 +187,20 @@ class Generation:
         """The tests at the repository's commit, twice; an error when most of them do not pass there."""
         base = baseline(self.repo, self.timeout)
         logger.info(
-            "%s at %s: %d of %d tests pass (twice) (%.0f%%)",
+            "%s at %s: %d of %d tests pass, twice (%.0f%%), in the environment %s",
             self.repo.name,
             self.repo.commit[:12],
             len(base.stable),
             base.total,
             100 * base.share,
+            json.dumps(self.repo.environment),
         )
+        if base.share < 1:
+            logger.warning(
+                "%d test(s) do not pass at %s (or not twice): no task counts on them",
+                base.total - len(base.stable),
+                self.repo.commit[:12],
+            )
         if base.share < MIN_BASE_SHARE:
             raise TaskError(
                 f"only {len(base.stable)} of the {base.total} tests of {self.repo.name} pass at "
