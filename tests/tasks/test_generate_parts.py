@@ -4,9 +4,11 @@ compiles), the environment inferred from packaging files, and the rules statemen
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 import pytest
 
+from gym_swe.rollout.generators.base import Sample
 from gym_swe.tasks.generate.mutate import is_library_file, is_test_file, mutations
 from gym_swe.tasks.generate.repository import (
     pyproject_requirements,
@@ -14,7 +16,7 @@ from gym_swe.tasks.generate.repository import (
     setup_cfg_requirements,
 )
 from gym_swe.tasks.generate.rewrite import Rejected, Target, rewritten
-from gym_swe.tasks.generate.statements import scrub, templated, what_failed
+from gym_swe.tasks.generate.statements import scrub, templated, what_failed, written_by_model
 
 SOURCE = """\
 def clamp(value, low, high):
@@ -144,3 +146,34 @@ def test_a_rewrite_is_indented_as_the_original() -> None:
     target = Target("pkg/mod.py", "Box.size", 0, 10, "    ")
     text = rewritten("Here:\n```python\ndef size(self):\n    return 2\n```\n", target)
     assert text == "    def size(self):\n        return 2\n"
+
+
+class Echo:
+    """A scripted policy behind a real tokenizer: answers every prompt with ``answer``."""
+
+    name = "echo"
+
+    def __init__(self, tokenizer: Any, answer: str) -> None:
+        self.tokenizer, self.answer, self.prompts = tokenizer, answer, []  # type: ignore[var-annotated]
+
+    def generate(self, prompts: Any, params: Any, seeds: Any = None) -> list[Sample]:
+        self.prompts += [self.tokenizer.decode(list(prompt)) for prompt in prompts]
+        return [Sample(token_ids=[1], logprobs=None, text=self.answer, finish_reason="stop") for _ in prompts]
+
+
+def test_a_model_written_statement_is_held_to_the_same_rules() -> None:
+    """A model that names the hidden test and quotes the fix: both are taken out of what it wrote."""
+    from tests.rollout.test_trajectories import load
+
+    failing = ["tests/test_range.py::TestRange::test_union[a]"]
+    fix = "+++ b/semverkit/range.py\n+        return any(matches(s) for s in self.sets)\n"
+    answer = (
+        "Range unions never match\n\nRange('^1 || ^3').satisfies('3.1.0') is False, see test_union.\n"
+        "Use `return any(matches(s) for s in self.sets)` to fix it."
+    )
+    model = Echo(load("qwen2.5-instruct"), answer)
+    text = written_by_model(model, OUTPUT, failing, ["tests/test_range.py"], fix)
+    assert "<|im_start|>user" in model.prompts[0] and "AssertionError: assert False" in model.prompts[0]
+    assert "test_union" not in model.prompts[0]  # the model is not shown the hidden test's name either
+    assert text.startswith("Range unions never match") and "satisfies('3.1.0') is False" in text
+    assert "test_union" not in text and "matches(s)" not in text

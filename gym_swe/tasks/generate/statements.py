@@ -129,7 +129,8 @@ def written_by_model(
 ) -> str:
     """A statement a model wrote (``generator``: a `gym_swe.rollout.generators` Generator) from the failures,
     held to the same rules as the templated one: test names and lines of the fix are scrubbed out."""
-    failures = "\n".join(what_failed(output, failing, hidden_files)) or "(an error)"
+    # what the model is shown is held to the rules too: it cannot repeat what it never saw
+    failures = scrub("\n".join(what_failed(output, failing, hidden_files)) or "(an error)", failing, fix)
     text = complete(generator, STATEMENT_PROMPT.format(failures=failures), max_tokens)
     text = scrub(text.strip(), failing, fix)
     if len(text.strip()) < 20:
