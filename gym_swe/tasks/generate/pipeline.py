@@ -11,6 +11,7 @@ it is made: a re-run skips every id in either, and a crash or Ctrl-C loses at mo
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -282,6 +283,8 @@ class Generation:
             stop.set()
             if self.progress:
                 self.progress.close()
+            with contextlib.suppress(OSError):  # its scratch files go as each task ends; it goes if empty
+                self.paths["work"].rmdir()
         return self.counts
 
     def made(self, candidate: Candidate) -> tuple[dict[str, Any] | None, str]:
