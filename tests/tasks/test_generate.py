@@ -288,3 +288,31 @@ def test_the_trainer_runs_a_step_on_generated_tasks(generated: Path, tmp_path: P
     episodes = load_jsonl(tmp_path / "gen" / "trajectories" / "step_0.jsonl")
     ids = {row["instance_id"] for row in rows(generated)}
     assert len(episodes) == 4 and all(t.task_id in ids and t.grade is not None for t in episodes)
+
+
+def test_a_real_repository_mirror_where_one_is_here(tmp_path: Path) -> None:
+    """GYM_SWE_GENERATE_MIRROR: a real repository's git mirror (more-itertools was used, as `git clone
+    --mirror` makes it); skipped without one. Minutes: its whole suite runs for the baseline (twice) and for
+    the one commit tried."""
+    mirror = os.environ.get("GYM_SWE_GENERATE_MIRROR", "")
+    if not mirror or not Path(mirror).is_dir():
+        pytest.skip("no real repository mirror here (GYM_SWE_GENERATE_MIRROR)")
+    out = tmp_path / "tasks.jsonl"
+    argv = [
+        "tasks",
+        "generate",
+        "--repo",
+        mirror,
+        "--out",
+        str(out),
+        "--method",
+        "history",
+        "--max-candidates",
+        "1",
+    ]
+    assert main(argv) == 0
+    made = rows(out) if out.exists() else []
+    rejected = rows(tmp_path / "tasks.rejected.jsonl") if (tmp_path / "tasks.rejected.jsonl").exists() else []
+    assert len(made) + len(rejected) == 1 and all(row["reason"] for row in rejected)
+    if made:
+        assert len(load_swe_tasks(str(out))) == len(made)
