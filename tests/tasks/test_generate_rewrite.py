@@ -99,7 +99,7 @@ def test_a_rewrite_through_a_generator_becomes_a_validated_task_that_plays(
 def test_the_tiny_model_rewrites_through_make_generator_from_the_command_line(
     source: Path, tmp_path: Path, tiny_model: Path
 ) -> None:
-    """Slow (a minute or more under load): the tiny model writes each rewrite on the CPU, token by token."""
+    """The tiny model writes each rewrite on the CPU, token by token (10 s unloaded, more under load)."""
     out = tmp_path / "tasks.jsonl"
     argv = ["tasks", "generate", "--repo", str(source), "--out", str(out), "--method", "rewrite"]
     argv += ["--generator", "hf", "--model", str(tiny_model), "--max-candidates", "2", "--workers", "1"]
