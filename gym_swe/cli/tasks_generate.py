@@ -56,7 +56,11 @@ def add_to(actions: Any) -> None:
         "one (default: inferred from pyproject.toml, setup.cfg, requirements files)",
     )
     parser.add_argument("--workers", type=int, default=2, help="candidates made and validated at once")
-    parser.add_argument("--max-tasks", type=int, help="stop once the task file holds this many tasks")
+    parser.add_argument(
+        "--max-tasks",
+        type=int,
+        help="start no candidate once the task file holds this many tasks (those in flight are finished)",
+    )
     parser.add_argument(
         "--max-candidates", type=int, help="try at most this many candidates not tried before, this run"
     )

@@ -161,11 +161,11 @@ def test_a_rerun_skips_what_is_done_and_a_cut_line_is_made_again(
     lines = before.decode().splitlines(keepends=True)
     cut = lines[-1][: len(lines[-1]) // 2]  # a crash in the middle of writing the last task
     out.write_text("".join(lines[:-1]) + cut)
-    assert generate(source, out, "--max-tasks", str(count)) == 0
-    again = rows(out)
-    assert len(again) == count and [r["instance_id"] for r in again][:-1] == [
-        json.loads(line)["instance_id"] for line in lines[:-1]
-    ]
+    # one worker: the first candidate not done, the one cut short, is the one made again (and the one the
+    # worker had started by then is finished too)
+    assert generate(source, out, "--max-tasks", str(count), "--workers", "1") == 0
+    ids = [r["instance_id"] for r in rows(out)]
+    assert ids[: len(lines)] == [json.loads(line)["instance_id"] for line in lines] and len(ids) <= count + 1
 
 
 def test_ctrl_c_loses_at_most_what_is_in_flight(source: Path, tmp_path: Path) -> None:
@@ -196,7 +196,7 @@ def test_ctrl_c_loses_at_most_what_is_in_flight(source: Path, tmp_path: Path) ->
     assert generate(source, out, "--method", "mutate", "--max-tasks", str(len(done) + 1)) == 0
     after = rows(out)
     assert [r["instance_id"] for r in after[: len(done)]] == [r["instance_id"] for r in done]
-    assert len(after) == len(done) + 1 and len({r["instance_id"] for r in after}) == len(after)
+    assert len(after) > len(done) and len({r["instance_id"] for r in after}) == len(after)
     assert len(after) + len(rows(rejected)) > before
 
 

@@ -221,7 +221,7 @@ class Generation:
 
     def run(self, candidates: Iterable[Candidate]) -> dict[str, int]:
         """Every candidate not done yet (the first ``max_candidates`` of them), ``workers`` at a time, until
-        ``max_tasks`` are kept."""
+        ``max_tasks`` are kept; the candidates in flight then are finished and written too."""
         self.out.parent.mkdir(parents=True, exist_ok=True)
         kept_before = done_ids(self.out)
         done = kept_before | done_ids(self.paths["rejected"])
@@ -260,32 +260,43 @@ class Generation:
         for thread in threads:
             thread.start()
         try:
-            for _ in range(len(todo)):
-                candidate, row, why, error = results.get()
-                if error is not None:
-                    raise error
-                if row is not None:
-                    self.kept.add(row)
-                    self.counts["kept"] += 1
-                    self.counts["new"] += 1
-                else:
-                    self.rejected.add(
-                        {"task_id": candidate.task_id, "method": candidate.method, "reason": why}
-                    )
-                    self.counts["rejected"] += 1
-                if self.progress:
-                    self.progress.done(
-                        {"task_id": candidate.task_id, "ok": row is not None, "problem": why, "seconds": 0}
-                    )
+            landed = 0
+            while landed < len(todo):
+                self._land(*results.get())
+                landed += 1
                 if self.max_tasks is not None and self.counts["kept"] >= self.max_tasks:
                     break
+            stop.set()  # enough: the tasks in flight are finished and written, none is started
+            for thread in threads:
+                thread.join()
+            while landed < len(todo) and not results.empty():
+                self._land(*results.get())
+                landed += 1
         finally:
-            stop.set()
+            stop.set()  # on Ctrl-C or an error, what is in flight is left (the CLI exits at once)
             if self.progress:
                 self.progress.close()
             with contextlib.suppress(OSError):  # its scratch files go as each task ends; it goes if empty
                 self.paths["work"].rmdir()
         return self.counts
+
+    def _land(
+        self, candidate: Candidate, row: dict[str, Any] | None, why: str, error: BaseException | None
+    ) -> None:
+        """Write what a worker made of ``candidate``: the task, or why there is none."""
+        if error is not None:
+            raise error
+        if row is not None:
+            self.kept.add(row)
+            self.counts["kept"] += 1
+            self.counts["new"] += 1
+        else:
+            self.rejected.add({"task_id": candidate.task_id, "method": candidate.method, "reason": why})
+            self.counts["rejected"] += 1
+        if self.progress:
+            self.progress.done(
+                {"task_id": candidate.task_id, "ok": row is not None, "problem": why, "seconds": 0}
+            )
 
     def made(self, candidate: Candidate) -> tuple[dict[str, Any] | None, str]:
         """The kept record of ``candidate``, or None and why not."""
