@@ -1,5 +1,5 @@
 """`gym-swe tasks generate`: validated SWEGym-v0 tasks from a repository with tests
-(`gym_swe.tasks.generate`): from its history, by mutating its functions, or by a model rewriting them. The
+(`gym_swe.generate`): from its history, by mutating its functions, or by a model rewriting them. The
 records go to --out as they are made, with the repository's mirror beside it, so that
 ``gymnasium.make("SWEGym-v0", tasks=OUT)`` plays them."""
 
@@ -65,7 +65,7 @@ def add_to(actions: Any) -> None:
         "--max-candidates", type=int, help="try at most this many candidates not tried before, this run"
     )
     parser.add_argument("--max-commits", type=int, default=500, help="history: commits looked at")
-    parser.add_argument("--per-function", type=int, default=2, help="mutate: mutations tried per function")
+    parser.add_argument("--per-function", type=int, help="mutate: mutations tried per function (default 2)")
     parser.add_argument("--seed", type=int, default=0, help="the order candidates are tried in")
     parser.add_argument("--test-timeout", type=float, default=600.0, help="seconds a test run may take")
     parser.add_argument(
@@ -110,7 +110,7 @@ def check(args: argparse.Namespace) -> tuple[str, ...]:
             )
     if "history" not in methods and args.max_commits != 500:
         raise ConfigError("--max-commits applies to --method history only")
-    if "mutate" not in methods and args.per_function != 2:
+    if "mutate" not in methods and args.per_function is not None:
         raise ConfigError("--per-function applies to --method mutate only")
     if args.generator:
         from gym_swe.rollout.generators import GENERATORS
@@ -122,8 +122,8 @@ def check(args: argparse.Namespace) -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     methods = check(args)
-    from gym_swe.tasks.generate.pipeline import Generation, candidates_for, paths_for
-    from gym_swe.tasks.generate.repository import environment_argument, open_repository
+    from gym_swe.generate.pipeline import Generation, candidates_for, paths_for
+    from gym_swe.generate.repository import environment_argument, open_repository
     from gym_swe.validate import Progress
 
     environment = environment_argument(args.environment) if args.environment else None
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     )
     base = generation.baseline()  # says what share of the tests pass; most of them must
     candidates = candidates_for(
-        repo, methods, base, args.test_timeout, args.per_function, args.seed, args.max_commits, generator
+        repo, methods, base, args.test_timeout, args.per_function or 2, args.seed, args.max_commits, generator
     )
     try:
         counts = generation.run(candidates)

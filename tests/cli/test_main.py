@@ -21,7 +21,7 @@ def test_unknown_command_fails_with_the_nearest_in_one_line() -> None:
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         "gym-swe: error: argument COMMAND: Unknown command 'evl'. Did you mean 'eval'? Known: 'envs', 'eval', "
-        "'harnesses', 'images', 'play', 'prepare', 'sandbox', 'serve', 'validate', 'view'."
+        "'harnesses', 'images', 'play', 'prepare', 'sandbox', 'serve', 'tasks', 'validate', 'view'."
     ]
 
 

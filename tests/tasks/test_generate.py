@@ -20,7 +20,7 @@ import pytest
 
 import gym_swe  # noqa: F401
 from gym_swe.cli import main
-from gym_swe.tasks.generate.statements import fix_lines
+from gym_swe.generate.statements import fix_lines
 from gym_swe.tasks.swe import bundled_data_dir, load_swe_tasks
 from tests.conftest import require_bwrap
 from tests.envs.test_swegym import SUBMIT, apply_gold, bash

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from gym_swe.rollout.generators.base import Sample
-from gym_swe.tasks.generate.mutate import is_library_file, is_test_file, mutations
-from gym_swe.tasks.generate.repository import (
+from gym_swe.generate.mutate import is_library_file, is_test_file, mutations
+from gym_swe.generate.repository import (
     pyproject_requirements,
     requirement_lines,
     setup_cfg_requirements,
 )
-from gym_swe.tasks.generate.rewrite import Rejected, Target, rewritten
-from gym_swe.tasks.generate.statements import scrub, templated, what_failed, written_by_model
+from gym_swe.generate.rewrite import Rejected, Target, rewritten
+from gym_swe.generate.statements import scrub, templated, what_failed, written_by_model
+from gym_swe.rollout.generators.base import Sample
 
 SOURCE = """\
 def clamp(value, low, high):

@@ -16,11 +16,11 @@ import pytest
 
 import gym_swe  # noqa: F401
 from gym_swe.cli import main
+from gym_swe.generate.drafts import baseline
+from gym_swe.generate.mutate import mutations
+from gym_swe.generate.pipeline import Generation, candidates_for, paths_for
+from gym_swe.generate.repository import open_repository
 from gym_swe.rollout.generators.base import Sample, SamplingParams
-from gym_swe.tasks.generate.drafts import baseline
-from gym_swe.tasks.generate.mutate import mutations
-from gym_swe.tasks.generate.pipeline import Generation, candidates_for, paths_for
-from gym_swe.tasks.generate.repository import open_repository
 from gym_swe.tasks.swe import bundled_data_dir
 from tests.conftest import require_bwrap
 from tests.envs.test_swegym import SUBMIT, apply_gold

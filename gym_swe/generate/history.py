@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gym_swe.errors import TaskError
-from gym_swe.tasks.generate.drafts import Draft, Rejected
-from gym_swe.tasks.generate.mutate import is_test_file
-from gym_swe.tasks.generate.repository import SourceRepository
-from gym_swe.tasks.generate.testruns import run_tests
+from gym_swe.generate.drafts import Draft, Rejected
+from gym_swe.generate.mutate import is_test_file
+from gym_swe.generate.repository import SourceRepository
+from gym_swe.generate.testruns import run_tests
 
 MAX_FIX_LINES = 400
 """A commit whose code change is larger is a feature, not a bug fix a task can be made of."""

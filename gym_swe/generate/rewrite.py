@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gym_swe.tasks.generate.drafts import Baseline, Draft, Rejected, injected
-from gym_swe.tasks.generate.mutate import (
+from gym_swe.generate.drafts import Baseline, Draft, Rejected, injected
+from gym_swe.generate.mutate import (
     Offsets,
     functions_of,
     is_library_file,
@@ -23,8 +23,8 @@ from gym_swe.tasks.generate.mutate import (
     package_of,
     tested_names,
 )
-from gym_swe.tasks.generate.repository import SourceRepository
-from gym_swe.tasks.generate.statements import complete
+from gym_swe.generate.repository import SourceRepository
+from gym_swe.generate.statements import complete
 
 MIN_LINES, MAX_LINES = 3, 60
 """Functions of this many lines are rewritten: a shorter one has no room for a subtle bug, a longer one

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gym_swe.errors import GymSweError, TaskError
-from gym_swe.tasks.generate.repository import SourceRepository
-from gym_swe.tasks.generate.testruns import run_tests
+from gym_swe.generate.repository import SourceRepository
+from gym_swe.generate.testruns import run_tests
 
 
 class Rejected(GymSweError):

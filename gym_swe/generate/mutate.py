@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gym_swe.tasks.generate.drafts import Baseline, Draft, injected
-from gym_swe.tasks.generate.repository import SourceRepository
+from gym_swe.generate.drafts import Baseline, Draft, injected
+from gym_swe.generate.repository import SourceRepository
 
 OPERATORS = (
     "compare",

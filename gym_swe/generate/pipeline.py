@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from gym_swe.errors import GymSweError, TaskError
-from gym_swe.tasks.generate.drafts import Baseline, Draft, Rejected, baseline
-from gym_swe.tasks.generate.repository import SourceRepository
-from gym_swe.tasks.generate.statements import templated, written_by_model
+from gym_swe.generate.drafts import Baseline, Draft, Rejected, baseline
+from gym_swe.generate.repository import SourceRepository
+from gym_swe.generate.statements import templated, written_by_model
 from gym_swe.tasks.repos import safe_name
 
 logger = logging.getLogger("gym_swe")
@@ -334,7 +334,7 @@ def candidates_for(
 ) -> list[Candidate]:
     """Every method's candidates, taken in turn (one of each method, then the next of each), so that a run
     stopped early by ``max_tasks`` holds some of each."""
-    from gym_swe.tasks.generate import history, mutate, rewrite
+    from gym_swe.generate import history, mutate, rewrite
 
     lists: list[list[Candidate]] = []
     for method in methods:

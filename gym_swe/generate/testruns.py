@@ -16,7 +16,7 @@ from gym_swe.tasks.repos import safe_name
 from gym_swe.tasks.swe import Environment, SWETask
 
 if TYPE_CHECKING:
-    from gym_swe.tasks.generate.repository import SourceRepository
+    from gym_swe.generate.repository import SourceRepository
 
 WORKDIR = "/testbed"
 PYTEST = "python -m pytest -rA --tb=short -q -p no:cacheprovider -p no:randomly"
