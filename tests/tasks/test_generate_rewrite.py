@@ -75,9 +75,10 @@ def test_a_rewrite_through_a_generator_becomes_a_validated_task_that_plays(
     repo = open_repository(source, paths_for(out)["repos"])
     generation = Generation(repo, out, workers=2, max_tasks=1)
     base = baseline(repo, 600)
-    assert generation.run(candidates_for(repo, ["rewrite"], base, 600, generator=rewriter))["kept"] == 1
+    kept = generation.run(candidates_for(repo, ["rewrite"], base, 600, generator=rewriter))["kept"]
+    assert 1 <= kept <= 2  # one asked for; the other worker's, in flight then, is finished too
     assert rewriter.prompts and "<|im_start|>user" in rewriter.prompts[0]  # the chat template was used
-    record = json.loads(out.read_text())
+    record = json.loads(out.read_text().splitlines()[0])
     assert (
         record["provenance"]["method"] == "rewrite" and record["provenance"]["model"] == "scripted-rewriter"
     )
