@@ -438,10 +438,12 @@ def _problem(env: Any, task: Any, error: GymSweError) -> str:
 class Progress:
     """What `gym-swe validate` shows as it goes, on stderr: a progress bar over the tasks with the tasks in
     flight and what each is doing (preparing its environment, grading the fix, grading no fix), and each
-    task's verdict on a line of its own as it lands. ``file=None`` shows nothing."""
+    task's verdict on a line of its own as it lands. ``file=None`` shows nothing; ``desc`` names the bar
+    (`gym-swe tasks generate` shows its own)."""
 
-    def __init__(self, file: TextIO | None = sys.stderr) -> None:
+    def __init__(self, file: TextIO | None = sys.stderr, desc: str = "validate") -> None:
         self.file = file
+        self.desc = desc
         self.bar: Any = None
         self.valid = self.failed = 0
         self.in_flight: dict[str, str] = {}
@@ -454,7 +456,7 @@ class Progress:
 
         self.bar = tqdm(
             total=total,
-            desc="validate",
+            desc=self.desc,
             file=self.file,
             dynamic_ncols=True,
             mininterval=0,  # a task takes seconds to minutes: draw every change

@@ -16,6 +16,8 @@ integrations, cli, trainers) with the places that drawing leaves open decided:
   ``registration``: ``import gym_swe`` ("registers the envs") is fine from rollout up, and a lower layer takes
   its errors from ``gym_swe.errors``.
 - ``validate`` (``gym-swe validate``) grades tasks through the envs: beside ``rollout``.
+- ``generate`` (``gym-swe tasks generate``) makes tasks and validates them as ``validate`` does, with a
+  ``rollout`` generator where a model writes: above both.
 - ``serve`` (envs as a service) sits above ``rollout``, whose episode-env contract its client implements, and
   below ``integrations``, which may drive remote envs; ``cli`` is the top of the package, as it runs all of
   them. ``trainers/``, ``tests/``, ``bench/``, ``examples/`` and ``scripts/`` are above the package: nothing
@@ -49,6 +51,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("envs", "registration"),
     (FACADE,),
     ("rollout", "validate"),
+    ("generate",),
     ("serve",),
     ("integrations",),
     ("cli",),

@@ -8,7 +8,7 @@ from typing import Any
 
 from gym_swe.cli.options import command
 
-ACTIONS: tuple[str, ...] = ("export",)
+ACTIONS: tuple[str, ...] = ("export", "generate")
 """The actions of ``gym-swe tasks`` in --help order; each is the module ``gym_swe.cli.tasks_<name>``."""
 
 

@@ -47,7 +47,7 @@ from gym_swe.tasks.conda_env import JAIL_PATH as CONDA_ENV_JAIL_PATH
 from gym_swe.tasks.conda_env import SETUP_COMMIT_TREE
 from gym_swe.tasks.dated_index import DatedIndex, exact_pins, honoured, parse_date
 from gym_swe.tasks.interpreters import Interpreter, find_interpreter
-from gym_swe.tasks.repos import RepoSource, cache_root, checkout, file_lock, mirror, safe_name
+from gym_swe.tasks.repos import RepoSource, cache_root, checkout, file_lock, mirror, safe_name, source_of
 from gym_swe.tasks.swe import Environment, SWETask
 
 logger = logging.getLogger("gym_swe")
@@ -159,7 +159,7 @@ def prepare_environment(task: SWETask, source: RepoSource | None = None) -> Prep
         with file_lock(root.with_name(root.name + ".lock")):
             if not is_prepared(task):
                 try:
-                    _build(task, root, pristine, source or RepoSource())
+                    _build(task, root, pristine, source_of(task, source))
                 except BaseException:
                     shutil.rmtree(root, ignore_errors=True)
                     raise

@@ -170,9 +170,19 @@ def mirror(repo: str, source: RepoSource, refresh: bool = False) -> Path:
     return path
 
 
+def source_of(task: SWETask, source: RepoSource | None = None) -> RepoSource:
+    """Where ``task``'s repository comes from: ``source`` when it names one; else the record's own mirror
+    (``repo_mirror``, a generated task's), else the bundled repositories."""
+    if source is not None and source.source is not None:
+        return source
+    if task.repo_mirror:
+        return RepoSource({task.repo: task.repo_mirror})
+    return source or RepoSource()
+
+
 def checkout(task: SWETask, source: RepoSource | None = None) -> Path:
     """The pristine checkout of ``task`` at its base commit (made once, then reused; never modify it)."""
-    source = source or RepoSource()
+    source = source_of(task, source)
     path = cache_root() / "checkouts" / f"{safe_name(task.instance_id)}-{task.base_commit[:12]}"
     ready = path.with_name(path.name + ".ready")  # beside it: inside, git would show it as a new file
     if ready.exists():

@@ -167,6 +167,10 @@ class SWETask:
     """Ids taken out of FAIL_TO_PASS / PASS_TO_PASS at load because they name no test (log fragments)."""
     excluded_tests: tuple[str, ...] = ()
     """Tests taken out because the record (``exclude_tests``) or the user excluded them."""
+    repo_mirror: str = ""
+    """Where the record's own repository is (a git mirror, working copy or bundle: the record's
+    ``repo_mirror`` field, relative to the task file), for repositories made with the tasks (`gym-swe tasks
+    generate`): used when no ``repo_source`` is given."""
     test_runner: str = "pytest"
     """The runner its tests take (`gym_swe.grading.runners`): the record's ``test_runner``, else its
     repository's (Django's and sympy's own), else pytest."""
@@ -221,7 +225,8 @@ def task_from_row(row: Mapping[str, Any], number: int, source: str) -> SWETask:
     for name in ("FAIL_TO_PASS", "PASS_TO_PASS"):
         if name not in row:
             raise TaskFormatError(f"{where}: missing field {name!r}")
-    optional = ("patch", "hints_text", "version", "environment_setup_commit", "created_at", "image")
+    optional = ("patch", "hints_text", "version", "environment_setup_commit", "created_at", "image",
+                "repo_mirror")  # fmt: skip
     text: dict[str, str] = {}
     for name in optional:
         value = row.get(name) or ""
@@ -269,10 +274,19 @@ def task_from_row(row: Mapping[str, Any], number: int, source: str) -> SWETask:
         environment_setup_commit=text["environment_setup_commit"],
         created_at=text["created_at"],
         image=text["image"],
+        repo_mirror=_beside(text["repo_mirror"], source),
         test_runner=runner,
     )
     excluded = _id_list(row.get("exclude_tests") or [], "exclude_tests", where)
     return without_tests(task, excluded)
+
+
+def _beside(location: str, source: str) -> str:
+    """``location`` (a record's path) as an absolute path: a relative one is taken from the directory of the
+    task file ``source``, so a task file and the repositories made beside it move together."""
+    if not location or Path(location).is_absolute():
+        return location
+    return str((Path(source).absolute().parent / location).absolute())
 
 
 def bundled_data_dir() -> Path:
