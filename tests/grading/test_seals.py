@@ -522,3 +522,16 @@ def test_a_table_is_sealed_only_where_the_tasks_ids_name_every_row() -> None:
     assert not _table_sealing(TABLE_IDS[:2], 3).seals  # a row the task does not name: names would be guesses
     assert not _table_sealing([*TABLE_IDS, f"{TABLE_NODE}[1 m-60.0]"], 3).seals  # two names for one row
     assert not _table_sealing([], 3).seals
+
+
+def test_a_literal_spelled_over_several_lines_is_read_as_the_test_reads_it() -> None:
+    """``assert f() == ("a"\\n    "b")``: the literal's source segment has no parentheses of its own, and
+    read alone its second line is an indent (found generating tasks from toolz: it stopped the grader)."""
+    source = 'def test_join():\n    assert join() == (\n        "abc"\n        "def"\n    )\n'
+    (check,) = seals.candidates({FILE: source}, [parse_test_id(f"{FILE}::test_join")])
+    assert "\n" in check.expected
+    assert seals.forms.literal_value(check.expected) == "abcdef"
+    from gym_swe.grading.seals.judging import expectation
+    from gym_swe.grading.seals.writing import Seal
+
+    assert expectation(Seal(check=check, token="t")) == "abcdef"  # type: ignore[call-arg]

@@ -45,9 +45,7 @@ resolved the task is kept.
 
 from __future__ import annotations
 
-import ast
-
-from gym_swe.grading.seals.forms import OPS, RAISES, Check, candidates, form_of
+from gym_swe.grading.seals.forms import OPS, RAISES, Check, candidates, form_of, literal_value
 from gym_swe.grading.seals.judging import (
     OPAQUE,
     Facts,
@@ -80,7 +78,7 @@ def strong(check: Check) -> bool:
     if check.op not in ("==", "approx"):
         return False
     try:
-        value = ast.literal_eval(check.expected)
+        value = literal_value(check.expected)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False
     if value is None or isinstance(value, bool):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gym_swe.grading import test_source
 from gym_swe.grading.seals import tables
@@ -242,3 +243,15 @@ def candidates(
                     offset = statement.col_offset
                     found.append(Check(node, statement.lineno, op, value, offset, "", case, parameter, row))
     return found
+
+
+def literal_value(text: str) -> Any:
+    """The value of a check's literal, as its source segment spells it. A segment that spans lines without
+    brackets of its own (strings joined across lines inside the test's parentheses) is read as the expression
+    it is there, in parentheses; ``ast.literal_eval`` alone takes its second line for an indent."""
+    try:
+        return ast.literal_eval(text)
+    except SyntaxError:
+        if "\n" not in text:
+            raise
+        return ast.literal_eval(f"(\n{text}\n)")

@@ -23,7 +23,6 @@ tests keep decoys.
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import re
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from gym_swe.grading.decoy_report import member_cases
-from gym_swe.grading.seals.forms import RAISES
+from gym_swe.grading.seals.forms import RAISES, literal_value
 
 if TYPE_CHECKING:
     from gym_swe.grading.seals.writing import Seal
@@ -201,8 +200,8 @@ def expectation(seal: Seal) -> Any:
     """What a sealed check's records are held against: its literal (for ``raises``, its pattern or None)."""
     check = seal.check
     if check.op == RAISES:
-        return ast.literal_eval(check.match) if check.match else None
-    return ast.literal_eval(check.expected)
+        return literal_value(check.match) if check.match else None
+    return literal_value(check.expected)
 
 
 # -- judging a grade -----------------------------------------------------------------------------------------
@@ -300,7 +299,7 @@ def public_forms(literal: str) -> list[list[str]]:
     items may all be in sight (the inputs of a sort, of a split) while which of them, in which order, is what
     the code must compute."""
     try:
-        value = ast.literal_eval(literal)
+        value = literal_value(literal)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return [[literal]]
     return _parts(value)
