@@ -47,7 +47,7 @@ test: system-docker
 # environments' interpreters, the share of the long runs; and torch on one thread in each of the workers and
 # the trainers they start (more processes than cores already: with two threads each, a tiny model's every op
 # waits at a barrier for a thread another process holds; the vLLM servers set their own).
-TEST_ENV := OMP_NUM_THREADS=1 GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_SERVE=1 \
+TEST_ENV := OMP_NUM_THREADS=1 HF_HUB_DISABLE_TELEMETRY=1 GYM_SWE_REQUIRE_DOCKER=1 GYM_SWE_REQUIRE_BWRAP=1 GYM_SWE_REQUIRE_VLLM=1 GYM_SWE_REQUIRE_SERVE=1 \
 	GYM_SWE_REQUIRE_VERIFIERS=1 GYM_SWE_REQUIRE_BROWSER=1 GYM_SWE_TEST_SCALE=$(TEST_SCALE) \
 	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python \
 	GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python GYM_SWE_HARBOR_PYTHON=$(HARBOR_VENV)/bin/python \

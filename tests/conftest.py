@@ -18,6 +18,11 @@ from gym_swe.sandbox import Limits, make_sandbox
 
 pytest_plugins = ["tests.scheduling"]  # how the suite runs in parallel, and how its time is watched
 
+# huggingface_hub sends telemetry from a thread of its own (transformers' Trainer asks it to), which resolves a
+# host name there: on this offline machine a getaddrinfo in that thread once crashed a worker (SIGSEGV) while
+# the main thread trained. The tests talk to no hub: it is off here, and in every process they start.
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
