@@ -72,7 +72,7 @@ def outcomes(grade: dict) -> list[tuple[str, str]]:
 
 
 def test_register_envs_puts_every_gym_swe_env_in_skyrls_registry() -> None:
-    assert register_envs() == ["CodeDebug-v0", "SWEGym-v0"]
+    assert register_envs() == ["CodeDebug-v0", "SWEGym-v0", "Harbor-v0"]
     assert register_envs(["CodeDebug-v0"]) == ["CodeDebug-v0"]  # again: no duplicate-registration error
     assert skyrl_gym.registry["SWEGym-v0"].kwargs == {"env_id": "SWEGym-v0"}
     with pytest.raises(ConfigError, match="Did you mean 'CodeDebug-v0'"):

@@ -183,7 +183,12 @@ def test_ctrl_c_loses_at_most_what_is_in_flight(source: Path, tmp_path: Path) ->
         "--method",
         "mutate",
     ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # SIGINT as a terminal gives it: a pytest-xdist worker ignores SIGINT, and a child inherits that (Python
+    # then installs no KeyboardInterrupt handler), as a command started with & from a script does
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and not (out.exists() and out.read_text().count("\n") >= 1):
         time.sleep(0.5)
