@@ -242,7 +242,7 @@ class HarborEnv(ToolEnv):
             from gym_swe.tasks.harbor_images import harbor_image
 
             image = docker_client().images.get(harbor_image(task, log=logger.info)).id
-        return (self.sandbox_backend, task.task_id, task.digest(), image)
+        return (self.sandbox_backend, task.task_id, task.digest, image)
 
     def _sealed_checks(self, task: HarborTask) -> dict[str, Any] | Grade | None:
         """The oracle's checks for ``task`` (None under ``integrity="any"``); learned once per task and
@@ -253,11 +253,8 @@ class HarborEnv(ToolEnv):
         key = self._seal_key(task)
         if key in self._seals:
             return self._seals[key]
-        path = (
-            cache_root()
-            / "harbor-seals"
-            / f"{task.task_id}-{task.digest()[:16]}-{key[0]}-{key[3][-12:]}.json"
-        )
+        backend, task_id, digest, image = key
+        path = cache_root() / "harbor-seals" / f"{task_id}-{digest[:16]}-{backend}-{image[-12:]}.json"
         if path.is_file():
             stored = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(stored, dict) and isinstance(stored.get("checks"), dict):

@@ -13,6 +13,7 @@ non-root user), fails where the tasks load, in one line naming the file and the 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -107,10 +108,16 @@ class HarborTask:
         path = self.path / SOLUTION_DIR
         return path if (path / SOLVE_SCRIPT).is_file() else None
 
+    @functools.cached_property
     def digest(self) -> str:
-        """A hash of every file of the task (names, modes and contents): what its image and its sealed checks
-        are keyed by, so an edited task is rebuilt and re-sealed."""
+        """A hash of every file of the task (names, modes and contents): what its sealed checks are keyed by,
+        so an edited task is re-sealed. Read once per loaded task, not at every grade."""
         return folder_digest(self.path)
+
+    @functools.cached_property
+    def environment_digest(self) -> str:
+        """The same of ``environment/`` alone: what its image is keyed by (read once, not at every reset)."""
+        return folder_digest(self.path / ENVIRONMENT_DIR)
 
 
 def folder_digest(root: Path) -> str:

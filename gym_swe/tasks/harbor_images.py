@@ -12,7 +12,7 @@ from typing import Any
 
 from gym_swe.errors import TaskError
 from gym_swe.sandbox.docker import docker_client
-from gym_swe.tasks.harbor import ENVIRONMENT_DIR, HarborTask, folder_digest
+from gym_swe.tasks.harbor import ENVIRONMENT_DIR, HarborTask
 
 IMAGE_REPOSITORY = "gym-swe-harbor"
 LABEL = "gym_swe.harbor_task"
@@ -23,7 +23,7 @@ _building_guard = threading.Lock()
 def image_name(task: HarborTask) -> str:
     """``gym-swe-harbor:<task id>-<hash of environment/>``, a valid Docker tag."""
     slug = re.sub(r"[^a-z0-9_.-]+", "-", task.task_id.lower()).strip(".-")[:80] or "task"
-    return f"{IMAGE_REPOSITORY}:{slug}-{folder_digest(task.path / ENVIRONMENT_DIR)[:16]}"
+    return f"{IMAGE_REPOSITORY}:{slug}-{task.environment_digest[:16]}"
 
 
 def harbor_image(task: HarborTask, log: Callable[[str], None] = print, force: bool = False) -> str:

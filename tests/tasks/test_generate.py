@@ -46,6 +46,12 @@ def generate(source: Path, out: Path, *flags: str) -> int:
     return main(["tasks", "generate", "--repo", str(source), "--out", str(out), *flags])
 
 
+def generate_command(source: Path, out: Path, *flags: str) -> list[str]:
+    """`generate` as a command line, for a run in a process of its own."""
+    return [sys.executable, "-m", "gym_swe.cli", "tasks", "generate", "--repo", str(source), "--out", str(out),
+            *flags]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def generated(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("gen") / "tasks.jsonl"
@@ -170,19 +176,7 @@ def test_a_rerun_skips_what_is_done_and_a_cut_line_is_made_again(
 
 def test_ctrl_c_loses_at_most_what_is_in_flight(source: Path, tmp_path: Path) -> None:
     out = tmp_path / "tasks.jsonl"
-    command = [
-        sys.executable,
-        "-m",
-        "gym_swe.cli",
-        "tasks",
-        "generate",
-        "--repo",
-        str(source),
-        "--out",
-        str(out),
-        "--method",
-        "mutate",
-    ]
+    command = generate_command(source, out, "--method", "mutate")
     # SIGINT as a terminal gives it: a pytest-xdist worker ignores SIGINT, and a child inherits that (Python
     # then installs no KeyboardInterrupt handler), as a command started with & from a script does
     process = subprocess.Popen(
@@ -219,22 +213,7 @@ def test_bad_flags_fail_at_once_and_write_nothing(
     flags: list[str], message: str, tmp_path: Path, source: Path
 ) -> None:
     out = tmp_path / "tasks.jsonl"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gym_swe.cli",
-            "tasks",
-            "generate",
-            "--repo",
-            str(source),
-            "--out",
-            str(out),
-            *flags,
-        ],
-        capture_output=True,
-        text=True,
-    )
+    done = subprocess.run(generate_command(source, out, *flags), capture_output=True, text=True)
     assert done.returncode == 2
     assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert list(tmp_path.iterdir()) == []
