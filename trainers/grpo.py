@@ -357,6 +357,7 @@ def main(args: Args) -> dict[str, Any]:
     # SETUP: the run directory, trackers, seeds
     log_with = None if args.log_with == "none" else args.log_with
     accelerator = Accelerator(mixed_precision=args.mixed_precision, log_with=log_with, project_dir=str(path))
+    setup.check_processes(accelerator)
     set_seed(args.seed)
     if args.tasks_per_step % accelerator.num_processes:
         raise ConfigError(

@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import functools
 import json
+import os
 import random
 import sys
 from collections.abc import Callable
@@ -140,6 +141,19 @@ def check_run(args: Args) -> EnvFacts:
     if args.generator == "vllm-server":
         check_server(args.generator, args.base_url, None, args.model, lambda option: "--" + option)
     return facts
+
+
+def check_processes(accelerator: Any) -> None:
+    """A launch of several processes that accelerate runs as one process each is refused before anything is
+    written: each would train on the whole batch alone and all would write the same run directory. accelerate
+    does this without a word where FSDP 2 is asked for and no accelerator device is there (FSDP 1 refuses)."""
+    launched = int(os.environ.get("WORLD_SIZE", "1"))
+    if launched != accelerator.num_processes:
+        raise ConfigError(
+            f"launched as {launched} processes, but accelerate runs this one alone "
+            f"({accelerator.distributed_type}): FSDP needs a GPU or another accelerator device; "
+            "on CPU, launch with --cpu (DDP over gloo)"
+        )
 
 
 def read_env(args: Args) -> EnvFacts:

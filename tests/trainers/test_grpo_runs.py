@@ -3,13 +3,16 @@ CodeDebug-v0 (smoke), resumed exactly, and on two processes with the same result
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests.trainers.runs import TOY_FLAGS, metrics, train, weights
+from tests.conftest import REPO_ROOT
+from tests.trainers.runs import TOY_FLAGS, TRAINER, metrics, train, weights
 
 
 def test_it_learns_on_a_small_env(tiny_bpe_model: Path, tmp_path: Path) -> None:
@@ -71,6 +74,30 @@ def test_two_processes_give_the_weights_of_one(tiny_bpe_model: Path, tmp_path: P
     assert metrics(tmp_path / "one")[0]["reward/mean"] == pytest.approx(
         metrics(tmp_path / "two")[0]["reward/mean"]
     )
+
+
+def test_fsdp_that_accelerate_would_run_as_lone_processes_is_refused(
+    tiny_bpe_model: Path, tmp_path: Path
+) -> None:
+    """accelerate launch --use_fsdp --fsdp_version 2 with no accelerator device: accelerate runs each process
+    alone (it says nothing), so each would train on the whole batch and both write one run directory. The
+    trainer refuses it in one line before writing anything. (Where a GPU is, that launch is real FSDP.)"""
+    pytest.importorskip("accelerate")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: FSDP runs for real")
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--num_machines", "1",
+                "--mixed_precision", "no", "--dynamo_backend", "no", "--use_fsdp", "--fsdp_version", "2"]  # fmt: skip
+    command = [*launcher, str(TRAINER), "--log_with", "none", *TOY_FLAGS, "--model", str(tiny_bpe_model),
+               "--steps", "1", "--tasks_per_step", "2", "--output_dir", str(tmp_path), "--run_name", "fsdp"]  # fmt: skip
+    environment = {**os.environ, "PYTHONPATH": f"{REPO_ROOT}:{REPO_ROOT / 'examples'}"}
+    done = subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, env=environment, timeout=600
+    )
+    assert done.returncode != 0
+    said = [line for line in done.stderr.splitlines() if line.startswith("grpo.py: error:")]
+    assert said, done.stderr[-3000:]
+    assert "launched as 2 processes, but accelerate runs this one alone" in said[0]
+    assert not (tmp_path / "fsdp").exists()
 
 
 @pytest.mark.bwrap
