@@ -29,7 +29,8 @@ from gym_swe.errors import GymSweError, TaskError
 from gym_swe.generate.drafts import Baseline, Draft, Rejected, baseline
 from gym_swe.generate.repository import SourceRepository
 from gym_swe.generate.statements import templated, written_by_model
-from gym_swe.tasks.repos import safe_name
+from gym_swe.grading.seals.store import forget as forget_calibrations
+from gym_swe.tasks.repos import remove_checkout, safe_name
 
 logger = logging.getLogger("gym_swe")
 METHODS = ("history", "mutate", "rewrite")
@@ -298,9 +299,17 @@ class Generation:
                 {"task_id": candidate.task_id, "ok": row is not None, "problem": why, "seconds": 0}
             )
 
+    def forget(self, row: dict[str, Any]) -> None:
+        """What validating a task that is not kept left behind: its checkout and calibrations in the gym_swe
+        cache and its commit's ref in the mirror (otherwise hundreds of each stay after a run)."""
+        remove_checkout(row["instance_id"], row["base_commit"])
+        forget_calibrations(row["instance_id"])
+        self.repo.drop(row["instance_id"])
+
     def made(self, candidate: Candidate) -> tuple[dict[str, Any] | None, str]:
         """The kept record of ``candidate``, or None and why not."""
         phase = self.progress.phase if self.progress else (lambda task_id, what: None)
+        row: dict[str, Any] | None = None
         try:
             phase(candidate.task_id, "running its tests")
             draft = candidate.make()
@@ -309,13 +318,16 @@ class Generation:
                 self.repo.keep(row["instance_id"], draft.base_commit)
             phase(candidate.task_id, "validating")
             report = validated({**row, "repo_mirror": str(self.repo.mirror)}, self.paths["work"])
+            why = verdict(report)
         except Rejected as rejected:
-            return None, str(rejected)
+            why = str(rejected)
         except GymSweError as error:
-            return None, f"{type(error).__name__}: {error}"
-        why = verdict(report)
+            why = f"{type(error).__name__}: {error}"
         if why is not None:
+            if row is not None:
+                self.forget(row)
             return None, why
+        assert row is not None
         row["validation"] = {
             key: report.get(key) for key in ("integrity", "chance", "fix_passed", "no_fix_passed")
         }

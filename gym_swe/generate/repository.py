@@ -106,6 +106,12 @@ class SourceRepository:
         """Keep ``commit`` in the mirror under the task's ref (clones take refs only)."""
         self.git("update-ref", TASK_REFS + safe_name(task_id), commit)
 
+    def drop(self, task_id: str) -> None:
+        """Drop the task's ref (`keep`) if there is one: its commit goes with the mirror's next gc."""
+        ref = TASK_REFS + safe_name(task_id)
+        if self.git("for-each-ref", ref):
+            self.git("update-ref", "-d", ref)
+
     def diff(self, old: str, new: str, paths: tuple[str, ...] = ()) -> str:
         return self.git(
             "-c",

@@ -180,10 +180,26 @@ def source_of(task: SWETask, source: RepoSource | None = None) -> RepoSource:
     return source or RepoSource()
 
 
+def checkout_path(instance_id: str, base_commit: str) -> Path:
+    return cache_root() / "checkouts" / f"{safe_name(instance_id)}-{base_commit[:12]}"
+
+
+def remove_checkout(instance_id: str, base_commit: str) -> None:
+    """Remove the cached checkout of a task that will not be played (a generated candidate not kept)."""
+    path = checkout_path(instance_id, base_commit)
+    lock = path.with_name(path.name + ".lock")
+    if not lock.exists():
+        return
+    with file_lock(lock):
+        path.with_name(path.name + ".ready").unlink(missing_ok=True)
+        shutil.rmtree(path, ignore_errors=True)
+    lock.unlink(missing_ok=True)
+
+
 def checkout(task: SWETask, source: RepoSource | None = None) -> Path:
     """The pristine checkout of ``task`` at its base commit (made once, then reused; never modify it)."""
     source = source_of(task, source)
-    path = cache_root() / "checkouts" / f"{safe_name(task.instance_id)}-{task.base_commit[:12]}"
+    path = checkout_path(task.instance_id, task.base_commit)
     ready = path.with_name(path.name + ".ready")  # beside it: inside, git would show it as a new file
     if ready.exists():
         return path

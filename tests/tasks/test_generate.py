@@ -21,6 +21,7 @@ import pytest
 import gym_swe  # noqa: F401
 from gym_swe.cli import main
 from gym_swe.generate.statements import fix_lines
+from gym_swe.tasks.repos import cache_root
 from gym_swe.tasks.swe import bundled_data_dir, load_swe_tasks
 from tests.conftest import require_bwrap
 from tests.envs.test_swegym import SUBMIT, apply_gold, bash
@@ -83,6 +84,32 @@ def test_records_are_validated_with_provenance_and_difficulty(generated: Path) -
     assert len(tasks) == len(records) and not tasks.refused
     rejected = rows(generated.with_name("tasks.rejected.jsonl"))
     assert all(row["reason"] for row in rejected)
+
+
+def test_a_task_not_kept_leaves_no_checkout_calibration_or_ref_behind(generated: Path) -> None:
+    """Validation makes a checkout and calibrations in the gym_swe cache, and a mutation's commit a ref in
+    the mirror: a run leaves those of the tasks it kept and none of the others (hundreds on a real repository)."""
+    kept = rows(generated)
+    validated_not_kept = [
+        row["task_id"]
+        for row in rows(generated.with_name("tasks.rejected.jsonl"))
+        if row["reason"].startswith("valid but")
+    ]
+    assert validated_not_kept  # the run validated some tasks it did not keep (chance 1.0)
+    checkouts = [path.name for path in (cache_root() / "checkouts").iterdir()]
+    seals = [path.name for path in (cache_root() / "seals").iterdir()]
+    mirror = str(generated.parent / kept[0]["repo_mirror"])
+    refs = git(mirror, "for-each-ref", "--format=%(refname:lstrip=-1)", "refs/gym-swe/tasks/")
+    for task_id in validated_not_kept:
+        assert not [name for name in checkouts if name.startswith(task_id + "-")], task_id
+        assert not [name for name in seals if name.startswith(task_id + "-")], task_id
+        assert task_id not in refs.split()
+    for row in kept:  # the control: what is kept keeps them
+        assert any(name.startswith(row["instance_id"] + "-") for name in checkouts), row["instance_id"]
+        assert any(name.startswith(row["instance_id"] + "-") for name in seals), row["instance_id"]
+    assert {row["instance_id"] for row in kept if row["provenance"]["method"] == "mutate"} <= set(
+        refs.split()
+    )
 
 
 def test_statements_name_no_hidden_test_and_hold_no_line_of_the_fix(generated: Path) -> None:

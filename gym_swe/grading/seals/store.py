@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,19 @@ def _stored_path(task: Any, key: Sequence[str]) -> Path:
     recipe = json.dumps([VERSION, list(key), task.test_patch, task.patch], sort_keys=True)
     digest = hashlib.sha256(recipe.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return cache_root() / "seals" / f"{task.instance_id.replace('/', '_')}-{digest}.json"
+
+
+def forget(instance_id: str) -> None:
+    """Remove every calibration kept for the task ``instance_id`` (in any environment): a generated candidate
+    that was not kept, whose calibrations would otherwise stay in the cache for good."""
+    from gym_swe.tasks.repos import cache_root
+
+    name = re.compile(re.escape(instance_id.replace("/", "_")) + r"-[0-9a-f]{16}\.json")
+    seals = cache_root() / "seals"
+    if seals.is_dir():
+        for path in seals.iterdir():
+            if name.fullmatch(path.name):
+                path.unlink(missing_ok=True)
 
 
 def stored(task: Any, key: Sequence[str]) -> dict[str, dict[str, Any]] | None:
