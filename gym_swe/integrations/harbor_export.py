@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from gym_swe.errors import ConfigError, TaskError
+from gym_swe.integrations.own_wheel import own_wheel
 
 logger = logging.getLogger(__name__)
 
@@ -139,29 +140,10 @@ def image_python(image: str) -> str:
     return version
 
 
-def source_tree() -> Path:
-    root = Path(__file__).resolve().parents[2]
-    if not (root / "pyproject.toml").is_file():
-        raise TaskError(
-            f"gym_swe is installed from a wheel ({root}); export builds its wheel from a source tree: "
-            "run it from a checkout (pip install -e .)"
-        )
-    return root
-
-
 def build_wheelhouse(dest: Path, python: str, wheels: str | Path | None) -> Path:
-    """gym_swe's wheel (built from this source tree) and those of its dependencies for ``python``."""
-    dest.mkdir(parents=True)
+    """gym_swe's wheel (`own_wheel`) and those of its dependencies for ``python``."""
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    # Built from a copy: setuptools builds in the tree's own build/, which two exports at once would share.
-    copy = dest.parent / f"{dest.name}-source"
-    root = source_tree()
-    shutil.copytree(root / "gym_swe", copy / "gym_swe", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(root / name, copy / name)
-    run([*pip, "wheel", "--no-deps", "--wheel-dir", str(dest), str(copy)], "build gym_swe's wheel")
-    shutil.rmtree(copy)
-    (wheel,) = dest.glob("gym_swe-*.whl")
+    wheel = own_wheel(dest)
     found = ["--no-index", "--find-links", str(wheels)] if wheels is not None else []
     run(
         [*pip, "download", "--dest", str(dest), "--only-binary=:all:", "--python-version", python,
