@@ -210,6 +210,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         self.grade: Grade | None = None
         self._done = True
         self._context_chars = 0
+        self._agent_seconds_left: float | None = None
         self._opening = ""
         self._clock: StepClock | None = None  # the running step's bound, for `interrupt`
 
@@ -233,6 +234,12 @@ class ToolEnv(gymnasium.Env[str, Any]):
     @abstractmethod
     def _grade(self, task: Any, sandbox: Sandbox) -> Grade:
         """Grade the final state of ``sandbox`` (the agent's) in a fresh sandbox, under ``reward_mode``."""
+
+    def _agent_seconds(self, task: Any) -> float | None:
+        """The agent's time for the whole episode (its commands' wall time, summed over its steps), or None
+        for no bound beyond max_turns steps of max_step_seconds each. A task format that names one
+        (Harbor's ``[agent] timeout_sec``) overrides this."""
+        return None
 
     def opening_messages(self, task_id: str) -> list[dict[str, Any]]:
         """The chat ``reset`` opens ``task_id``'s episode with (system and user messages), without starting
@@ -283,6 +290,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         system, user = self._prompt(task)
         self.messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         self._context_chars = len(system) + len(user)
+        self._agent_seconds_left = self._agent_seconds(task)
         self._done = False
         observation = self._opening = f"{system}\n\n{user}"
         info = {"task_id": task.task_id, "messages": list(self.messages), "tools": self.toolbox.schemas()}
@@ -310,7 +318,11 @@ class ToolEnv(gymnasium.Env[str, Any]):
         # end the episode: like a command's own timeout it is feedback the agent can act on (run less at
         # once), and the episode stays bounded by max_turns steps of at most max_step_seconds each. An
         # episode that ends on a cut step anyway (its last turn) is graded as any other.
-        clock = self._clock = StepClock(self.max_step_seconds)
+        budget = self._agent_seconds_left
+        if budget is not None and budget < self.max_step_seconds:  # the episode's time ends within this step
+            clock = self._clock = StepClock(budget, reason="agent_timeout")
+        else:
+            clock = self._clock = StepClock(self.max_step_seconds)
         bounded = BoundedSandbox(sandbox, clock)
         try:
             for index, call in enumerate(parsed.calls):
@@ -342,6 +354,8 @@ class ToolEnv(gymnasium.Env[str, Any]):
         observation = self._observation(turn, skipped if submitted else 0, error, exhausted)
         turn.observation = observation
         turn.seconds = time.monotonic() - started
+        if budget is not None:
+            self._agent_seconds_left = budget - turn.seconds
         self.history.append(turn)
         self._record_messages(action, parsed, turn)
 
@@ -351,6 +365,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
             error is not None
             or len(self.history) >= self.max_turns
             or self._context_chars > self.max_context_chars
+            or self._out_of_agent_time()
         )
         reward = -penalty if penalty else 0.0
         info: dict[str, Any] = {
@@ -588,7 +603,12 @@ class ToolEnv(gymnasium.Env[str, Any]):
             return "sandbox_error"
         if self._context_chars > self.max_context_chars:
             return "context_budget"
+        if self._out_of_agent_time():
+            return "agent_timeout"
         return "max_turns"
+
+    def _out_of_agent_time(self) -> bool:
+        return self._agent_seconds_left is not None and self._agent_seconds_left <= 0
 
     def _final_grade(self, error: str | None, exhausted: SandboxExhaustedError | None = None) -> Grade:
         if exhausted is not None:  # nothing is left to grade, and it was the agent's doing

@@ -73,8 +73,11 @@ class HarborEnv(ToolEnv):
     ``"any"`` pays the verifier's reward alone (no oracle run; ``Grade.integrity`` "unprotected").
 
     ## Episode End
-    As `SWEGymEnv`: terminated after ``submit``, truncated at ``max_turns`` (50) or the context budget, graded
-    either way; a dead sandbox ends the episode with ``info["error"]``. An image that does not build fails
+    As `SWEGymEnv`: terminated after ``submit``, truncated at ``max_turns`` (50), the context budget or the
+    task's agent time (``[agent] timeout_sec``, counted as the agent's commands' wall time summed over its
+    steps: the model's time between steps is the trainer's, not the agent's; the step that reaches it is
+    cut there, ``info["step_limit"]`` and ``end_reason`` "agent_timeout"), graded either way;
+    a dead sandbox ends the episode with ``info["error"]``. An image that does not build fails
     that episode's ``reset`` with the reason (a `TaskError` naming the Dockerfile); other episodes go on.
 
     ## Arguments
@@ -84,7 +87,8 @@ class HarborEnv(ToolEnv):
       ``docker_image``); ``"local"`` plays only tasks without one (an empty work dir on the host's system,
       /tests read-only); a task the backend cannot play is refused at load.
     - ``integrity``: ``"protected"`` or ``"any"`` (above). ``verifier_timeout``: seconds for test.sh,
-      overriding every task's ``[verifier] timeout_sec``.
+      overriding every task's ``[verifier] timeout_sec``. ``agent_timeout``: the agent's seconds for the
+      episode, overriding every task's ``[agent] timeout_sec``.
     - ``max_turns`` (50), ``reward``, ``format_penalty``, ``max_observation_chars``, ``max_context_chars``,
       ``max_tool_calls``, ``max_step_seconds``, ``tools``, ``tool_options``, ``limits``, ``sandbox_options``,
       ``render_mode``: as every gym_swe env.
@@ -94,19 +98,22 @@ class HarborEnv(ToolEnv):
     """
 
     def __init__(
-        self, integrity: str = "protected", verifier_timeout: float | None = None, **kwargs: Any
+        self,
+        integrity: str = "protected",
+        verifier_timeout: float | None = None,
+        agent_timeout: float | None = None,
+        **kwargs: Any,
     ) -> None:
         if integrity not in INTEGRITY_LEVELS:
             raise ConfigError(unknown_name("integrity", integrity, INTEGRITY_LEVELS))
-        if verifier_timeout is not None and (
-            isinstance(verifier_timeout, bool) or not isinstance(verifier_timeout, (int, float))
-            or verifier_timeout <= 0
-        ):  # fmt: skip
-            raise ConfigError(
-                f"verifier_timeout must be a positive number of seconds, got {verifier_timeout!r}"
-            )
+        for name, value in (("verifier_timeout", verifier_timeout), ("agent_timeout", agent_timeout)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+            ):
+                raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
         self.integrity = integrity
         self.verifier_timeout = None if verifier_timeout is None else float(verifier_timeout)
+        self.agent_timeout = None if agent_timeout is None else float(agent_timeout)
         self._backend = kwargs.get("sandbox", "local")  # _load_tasks runs inside ToolEnv.__init__
         kwargs.setdefault("max_turns", 50)
         kwargs.setdefault("max_context_chars", 800_000)
@@ -178,6 +185,9 @@ class HarborEnv(ToolEnv):
         if oracle and task.solution_dir is not None:
             binds[str(task.solution_dir)] = SOLUTION_PATH
         return {"ro_binds": binds, "scratch_dirs": [VERIFIER_DIR]}
+
+    def _agent_seconds(self, task: HarborTask) -> float | None:
+        return self.agent_timeout if self.agent_timeout is not None else task.agent_timeout
 
     def _prepare(self, task: HarborTask, sandbox: Sandbox) -> None:
         pass  # the image (or the empty work dir) is the starting state

@@ -33,8 +33,9 @@ from gym_swe.sandbox.base import ExecResult, Sandbox
 
 DEFAULT_MAX_TOOL_CALLS = 32
 DEFAULT_MAX_STEP_SECONDS = 600.0
-STEP_LIMITS = ("max_tool_calls", "max_step_seconds", "interrupted")
-"""What ``info["step_limit"]`` says cut a step: the call cap, the step's time, or `ToolEnv.interrupt`."""
+STEP_LIMITS = ("max_tool_calls", "max_step_seconds", "agent_timeout", "interrupted")
+"""What ``info["step_limit"]`` says cut a step: the call cap, the step's time, the episode's agent time (a
+task that bounds it: Harbor's ``[agent] timeout_sec``), or `ToolEnv.interrupt`."""
 
 
 def check_step_bounds(max_tool_calls: Any, max_step_seconds: Any) -> None:
@@ -54,8 +55,9 @@ def check_step_bounds(max_tool_calls: Any, max_step_seconds: Any) -> None:
 class StepClock:
     """The wall-clock bound of one step, and its stop from another thread."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, reason: str = "max_step_seconds") -> None:
         self.seconds = float(seconds)
+        self._reason = reason
         self._deadline = time.monotonic() + self.seconds
         self._stopped = threading.Event()
         self.cut_command = False
@@ -73,10 +75,12 @@ class StepClock:
 
     @property
     def reason(self) -> str | None:
-        """What has ended the step's time: ``"interrupted"`` (a stop), ``"max_step_seconds"``, or None."""
+        """What has ended the step's time: ``"interrupted"`` (a stop), the bound's own reason
+        (``"max_step_seconds"``, or ``"agent_timeout"`` when the episode's agent time is what was left),
+        or None."""
         if self._stopped.is_set():
             return "interrupted"
-        return "max_step_seconds" if self.left() <= 0 else None
+        return self._reason if self.left() <= 0 else None
 
 
 class BoundedSandbox:

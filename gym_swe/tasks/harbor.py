@@ -76,6 +76,9 @@ class HarborTask:
     WORKDIR, else /app."""
     verifier_timeout: float
     build_timeout: float
+    agent_timeout: float | None
+    """``[agent] timeout_sec``: the agent's time for the episode (`HarborEnv` sums its commands' wall time),
+    or None (Harbor's default: no bound)."""
     allow_internet: bool
     """Only when the task says so (``network_mode = "public"`` or ``allow_internet = true``): gym_swe's
     sandboxes have no network by default, whatever Harbor's default is."""
@@ -176,6 +179,7 @@ def read_task(folder: Path) -> HarborTask:
     check_keys(task_file, config)
     environment = config.get("environment", {})
     verifier = config.get("verifier", {})
+    agent = config.get("agent", {})
     refuse_what_cannot_be_honoured(folder, task_file, config)
     instruction = (folder / INSTRUCTION_FILE).read_text(encoding="utf-8", errors="replace")
     if not instruction.strip():
@@ -198,6 +202,7 @@ def read_task(folder: Path) -> HarborTask:
             environment.get("build_timeout_sec"),
             DEFAULT_BUILD_TIMEOUT,
         ),
+        agent_timeout=optional_seconds(task_file, "agent.timeout_sec", agent.get("timeout_sec")),
         allow_internet=allows_internet(task_file, environment),
         environment_env=string_map(task_file, "environment.env", environment.get("env")),
         verifier_env=string_map(task_file, "verifier.env", verifier.get("env")),
@@ -324,6 +329,10 @@ def seconds(task_file: Path, name: str, value: object, default: float) -> float:
     ):
         raise TaskFormatError(f"{task_file}: {name} must be a positive number of seconds, got {value!r}")
     return float(value)
+
+
+def optional_seconds(task_file: Path, name: str, value: object) -> float | None:
+    return None if value is None else seconds(task_file, name, value, 0.0)
 
 
 def number(task_file: Path, name: str, value: object) -> float | None:

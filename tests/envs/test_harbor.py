@@ -16,7 +16,7 @@ import pytest
 
 import gym_swe  # noqa: F401  (registers Harbor-v0)
 from gym_swe.envs.unwrapped import tool_env
-from gym_swe.errors import TaskError, TaskRefused
+from gym_swe.errors import ConfigError, TaskError, TaskRefused
 from tests.conftest import require_bwrap, require_docker
 
 SQUARE = Path(__file__).resolve().parents[1] / "data" / "harbor" / "square"
@@ -85,6 +85,45 @@ def test_the_tests_are_never_in_the_agents_sandbox_and_the_prompt_says_what_is_g
     seen, *_ = local_env.step(call("bash", command="ls /tests /logs /solution 2>&1; ls -A /app | wc -l"))
     assert "No such file" in seen and seen.rstrip().endswith("0")
     assert "12345" not in seen
+
+
+def test_the_agents_time_ends_the_episode_graded_where_the_task_bounds_it(tmp_path: Path) -> None:
+    """``[agent] timeout_sec``: the agent's commands' wall time, summed over the episode. The step that reaches
+    it is cut there and the episode ends truncated ("agent_timeout"), graded as it stands: the fix made before
+    the time ran out earns its 1.0 (control: the same episode without the bound goes on)."""
+    require_bwrap()
+    root = task_copy(tmp_path)
+    config = root / "square" / "task.toml"
+    config.write_text(config.read_text().replace("[agent]\ntimeout_sec = 600", "[agent]\ntimeout_sec = 3"))
+    env = gymnasium.make("Harbor-v0", tasks=str(root))
+    assert tool_env(env).tasks.get("square").agent_timeout == 3.0
+    try:
+        env.reset(options={"task_id": "square"})
+        *_, terminated, truncated, info = env.step(call("bash", command=FIX + "; sleep 1"))
+        assert not terminated and not truncated
+        *_, terminated, truncated, info = env.step(call("bash", command="sleep 30; echo never"))
+        assert truncated and not terminated and info["end_reason"] == "agent_timeout", info.get("end_reason")
+        assert info["step_limit"] == "agent_timeout" and info["grade"]["reward"] == 1.0
+        assert tool_env(env).history[-1].seconds < 10  # cut at the bound, not after the 30 s
+    finally:
+        env.close()
+    unbounded = gymnasium.make(
+        "Harbor-v0", tasks=str(root), agent_timeout=60
+    )  # the kwarg overrides the task's
+    try:
+        unbounded.reset(options={"task_id": "square"})
+        unbounded.step(call("bash", command="sleep 1"))
+        *_, terminated, truncated, info = unbounded.step(call("bash", command="sleep 3; echo done"))
+        assert not terminated and not truncated and "step_limit" not in info
+    finally:
+        unbounded.close()
+    config.write_text(
+        config.read_text().replace("timeout_sec = 3\n\n[environment]", "timeout_sec = -1\n\n[environment]")
+    )
+    with pytest.raises(TaskError, match=r"task.toml: agent.timeout_sec must be a positive number of seconds"):
+        gymnasium.make("Harbor-v0", tasks=str(root))
+    with pytest.raises(ConfigError, match="agent_timeout must be a positive number of seconds"):
+        gymnasium.make("Harbor-v0", tasks=str(SQUARE), agent_timeout=0)
 
 
 def test_integrity_any_pays_the_verifiers_reward_alone_forgers_included() -> None:
