@@ -36,6 +36,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,8 @@ SCRATCH_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--calibrate"]:
+        return calibrate_only(Path(argv[1]), Path(argv[2]))
     spec = json.loads(Path(argv[0]).read_text())
     start = time.monotonic()
     try:
@@ -209,14 +212,7 @@ def grade_repository_task(spec: dict[str, Any]) -> Grade:
     give_to(agent_tree, READER_USER)
     runner = runner_named(task.test_runner)
     files = runner.test_files([*task.fail_to_pass, *task.pass_to_pass], task.test_patch)
-    env = sandbox_env(task)
-
-    def new_sandbox() -> InPlaceSandbox:
-        remove(Path(workdir))
-        shutil.copytree(PRISTINE / "tree", workdir, symlinks=True)
-        give_to(Path(workdir), GRADER_USER)
-        return InPlaceSandbox(workdir, GRADER_USER, env=env)
-
+    new_sandbox = pristine_sandboxes(task, workdir)
     sealed, inputs = sealed_checks(spec, task, new_sandbox) if seals.SEAL_CHECKS else ({}, {})
     with new_sandbox() as grader:
         environment = probe_environment(grader, workdir, files, runner.needs_pytest)
@@ -238,6 +234,31 @@ def grade_repository_task(spec: dict[str, Any]) -> Grade:
         )  # fmt: skip
     dropped = "".join(f"\ndropped {path}: {reason}" for path, reason in taken.dropped)
     return paid(replace(grade, log=grade.log + dropped, diff=taken.diff), spec["integrity"])
+
+
+def pristine_sandboxes(task: Any, workdir: str) -> Callable[[], InPlaceSandbox]:
+    """Sandboxes of the tests' user, each on a fresh copy of the pristine tree at the work dir."""
+    env = sandbox_env(task)
+
+    def new_sandbox() -> InPlaceSandbox:
+        remove(Path(workdir))
+        shutil.copytree(PRISTINE / "tree", workdir, symlinks=True)
+        give_to(Path(workdir), GRADER_USER)
+        return InPlaceSandbox(workdir, GRADER_USER, env=env)
+
+    return new_sandbox
+
+
+def calibrate_only(spec_path: Path, out: Path) -> int:
+    """``--calibrate SPEC OUT``: what `sealed_checks` learns from the gold patch, written to ``OUT`` as JSON
+    (``{"sealed": ..., "inputs": ...}``), for the export to keep in /tests: run once, in a container of the
+    task's own image, where the verifier would otherwise learn it at every verification."""
+    spec = json.loads(spec_path.read_text())
+    task = swe_task(spec["task"])
+    STATE.mkdir(parents=True, exist_ok=True)
+    sealed, inputs = sealed_checks(spec, task, pristine_sandboxes(task, spec["workdir"]))
+    out.write_text(json.dumps({"sealed": sealed, "inputs": inputs}))
+    return 0
 
 
 def sandbox_env(task: Any) -> dict[str, str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
 import shlex
 import shutil
@@ -103,6 +104,8 @@ def export_tasks(
                 tag = build_image(folder)
                 with (folder / "task.toml").open("a") as config:
                     config.write(f'docker_image = "{tag}"\n')
+                if env_id == "SWEGym-v0":
+                    calibrate_in_image(folder, tag)
             logger.info("exported %s -> %s", task.task_id, folder)
             written.append(Exported(task.task_id, folder))
     return written
@@ -164,6 +167,25 @@ def build_image(folder: Path) -> str:
     context = str(folder / "environment")
     run(["docker", "build", "-q", "--network", "none", "-t", tag, context], f"build {tag}")
     return tag
+
+
+def calibrate_in_image(folder: Path, tag: str) -> None:
+    """Learn the task's sealed checks and decoy inputs once, in a container of its built image with no
+    network, by the verifier's own code (``in_container --calibrate``), and keep them in tests/task.json
+    (root's alone in the container, as the gold patch is): each verification then grades at once instead
+    of first running the tests three times and more with the gold patch."""
+    spec_path = folder / "tests" / "task.json"
+    with tempfile.TemporaryDirectory(prefix="gym_swe-calibrate-") as out:
+        os.chmod(out, 0o777)  # the container's root writes there, whatever this process's user
+        run(
+            ["docker", "run", "--rm", "--network", "none", "-v", f"{folder / 'tests'}:/tests:ro",
+             "-v", f"{out}:/out", "--entrypoint", f"{VENV}/bin/python", tag, "-I", "-m",
+             "gym_swe.grading.in_container", "--calibrate", "/tests/task.json", "/out/seals.json"],
+            f"learn {folder.name}'s sealed checks in {tag}",
+        )  # fmt: skip
+        learned = json.loads((Path(out) / "seals.json").read_text())
+    spec = json.loads(spec_path.read_text())
+    spec_path.write_text(json.dumps({**spec, "sealed": learned["sealed"], "inputs": learned["inputs"]}))
 
 
 def run(argv: list[str], what: str) -> None:

@@ -10,11 +10,20 @@ from pathlib import Path
 
 import gymnasium
 import pytest
+import tomllib
 
 import gym_swe  # noqa: F401
 from gym_swe.tasks.functions import load_function_tasks
 from tests.conftest import require_docker
-from tests.integrations.harbor_play import CODEDEBUG_ID, SWE_ID, export_examples, play, remove_images
+from tests.integrations.harbor_play import (
+    CODEDEBUG_ID,
+    SWE_ID,
+    docker,
+    export,
+    export_examples,
+    play,
+    remove_images,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -100,6 +109,32 @@ def test_gold_none_and_wrong_as_gym_swe_grades_them(
         assert gym_swe_reward(env_id, task_id, commands) == played.reward, case
     if env_id == "SWEGym-v0":
         assert played.grade["integrity"] == "sealed"
+
+
+def test_with_build_an_swe_task_s_seals_are_learned_once_at_export(tmp_path: Path) -> None:
+    """``--build``: the export learns the task's sealed checks in a container of the built image, by the
+    verifier's own code, and keeps them in tests/task.json; a verification then grades at once, and grades as
+    gym_swe does (the sealed checks in use: the grade says "sealed")."""
+    require_docker()
+    done = export(tmp_path, "--format", "harbor", "--env", "SWEGym-v0", "--out", str(tmp_path / "out"),
+                  "--task-id", SWE_ID, "--build")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    task = tmp_path / "out" / SWE_ID
+    spec = json.loads((task / "tests" / "task.json").read_text())
+    assert spec["sealed"] and isinstance(spec["inputs"], dict)
+    tag = tomllib.loads((task / "task.toml").read_text())["environment"]["docker_image"]
+    try:
+        gold = (task / "solution" / "solve.sh").read_text()
+        for case, commands, expected in (
+            ("gold", [gold], 1.0),
+            ("none", [], 0.0),
+            ("wrong", [SWE_WRONG], 0.0),
+        ):
+            played = play(task, commands)
+            assert played.reward == expected, (case, played.grade)
+            assert played.grade["integrity"] == "sealed", (case, played.grade)
+    finally:
+        docker("rmi", "-f", tag, check=False)
 
 
 def test_solve_sh_is_the_oracle(exported: Path) -> None:
