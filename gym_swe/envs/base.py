@@ -19,7 +19,8 @@ Besides Gymnasium's API, an env has what a rollout needs to play it (the members
 uses these, never the env's private state.
 
 Subclasses say what a task is and how it is set up, prompted and graded (`_load_tasks`, `_sandbox_options`,
-`_prepare`, `_prompt`, `_grade`); everything else lives here.
+`_prepare`, `_prompt`, `_grade`); everything else lives here, but for what a turn is and how it is told to the
+agent and written into the chat (`gym_swe.envs.turns`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ import time
 import warnings
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium
@@ -43,13 +43,13 @@ from gym_swe.envs.step_bound import (
     StepClock,
     check_step_bounds,
 )
+from gym_swe.envs.turns import Turn, TurnWriter, parse_action, render_turn, safe_repr
 from gym_swe.errors import ConfigError, GymSweError, SandboxError, SandboxExhaustedError, unknown_name
 from gym_swe.grading.base import Grade, check_reward_mode
 from gym_swe.grading.changes import SubmissionRejected
 from gym_swe.sandbox import BACKENDS, Limits, Sandbox, check_limits, make_sandbox
 from gym_swe.tasks.base import TaskSet
-from gym_swe.tools import DEFAULT_TOOLS, ParsedCalls, ToolBox, ToolCall, ToolResult, bound_text, make_toolbox
-from gym_swe.tools.parsing import ParseError, calls_from_message, parse_tool_calls
+from gym_swe.tools import DEFAULT_TOOLS, ParsedCalls, ToolBox, make_toolbox
 
 RewardFunction = Callable[[Grade, Sequence["Turn"]], float]
 
@@ -74,9 +74,6 @@ def system_prompt(toolbox: ToolBox) -> str:
 
 
 MAX_TEXT = 4_000_000  # longest observation or action the spaces admit
-MAX_FEEDBACK_NOTE_CHARS = 2_000
-"""Longest note about one call that could not be run: it may quote the agent's text, which must never come
-back to it unbounded (a megabyte of broken calls would otherwise become tens of megabytes of feedback)."""
 
 
 RESET_OPTIONS = ("task_id", "sandbox_options")
@@ -104,37 +101,6 @@ def _as_mapping(value: Any) -> dict[str, Any]:
     if isinstance(value, (list, tuple)):
         return {str(path): str(path) for path in value}
     raise ConfigError(f"sandbox option must be a mapping (or a list of paths), got {type(value).__name__}")
-
-
-@dataclass
-class Turn:
-    """One step of an episode, as custom reward functions and logs see it."""
-
-    index: int
-    action: str | dict[str, Any]
-    calls: list[ToolCall] = field(default_factory=list)
-    results: list[ToolResult] = field(default_factory=list)
-    parse_errors: list[str] = field(default_factory=list)
-    observation: str = ""
-    seconds: float = 0.0
-    step_limit: str | None = None
-    """The step bound that cut this turn short (`gym_swe.envs.step_bound.STEP_LIMITS`), or None."""
-    stopped_call: bool = False
-    """Whether that bound stopped the last call that ran (its command killed), not only later calls."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "action": self.action,
-            "calls": [
-                {"name": c.name, "arguments": c.arguments, "id": c.id, "format": c.format} for c in self.calls
-            ],
-            "results": [{"ok": r.ok, "done": r.done, "output": r.output, **r.metadata} for r in self.results],
-            "parse_errors": self.parse_errors,
-            "observation": self.observation,
-            "seconds": self.seconds,
-            "step_limit": self.step_limit,
-        }
 
 
 class ToolEnv(gymnasium.Env[str, Any]):
@@ -307,7 +273,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         )
         sandbox = self.sandbox
         assert sandbox is not None  # not done: reset made one, and only the episode's end closes it
-        parsed = self._parse(action)
+        parsed = parse_action(action, self.toolbox.names)
         turn.calls = list(parsed.calls)
         turn.parse_errors = [error.message for error in parsed.errors]
         error: str | None = None
@@ -351,7 +317,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         finally:
             self._clock = None
         skipped = len(parsed.calls) - len(turn.results)
-        observation = self._observation(turn, skipped if submitted else 0, error, exhausted)
+        observation = self._turn_writer().observation(turn, skipped if submitted else 0, error, exhausted)
         turn.observation = observation
         turn.seconds = time.monotonic() - started
         if budget is not None:
@@ -385,7 +351,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
         elif terminated or truncated:
             reward += self._finish(info, self._end_reason(submitted, error), error)
         if self.render_mode == "human":
-            print(self._render_turn(turn))
+            print(render_turn(turn))
         return observation, reward, terminated, truncated, info
 
     def truncate(self, reason: str) -> dict[str, Any]:
@@ -446,7 +412,7 @@ class ToolEnv(gymnasium.Env[str, Any]):
     def render(self) -> str | None:
         if self.render_mode is None:
             return None
-        text = self._render_turn(self.history[-1]) if self.history else self._opening
+        text = render_turn(self.history[-1]) if self.history else self._opening
         if self.render_mode == "human":
             print(text)
             return None
@@ -469,132 +435,17 @@ class ToolEnv(gymnasium.Env[str, Any]):
             options.setdefault("limits", self.limits)
         return make_sandbox(self.sandbox_backend, **options)
 
-    def _parse(self, action: Any) -> ParsedCalls:
-        known = self.toolbox.names
-        if isinstance(action, str):
-            return parse_tool_calls(action, known_tools=known)
-        if isinstance(action, bytes):
-            return parse_tool_calls(action.decode("utf-8", errors="replace"), known_tools=known)
-        if isinstance(action, Mapping):
-            return calls_from_message(action, known_tools=known)
-        message = (
-            f"The action must be the model's text (str) or an assistant message (dict), got "
-            f"{type(action).__name__}."
-        )
-        return ParsedCalls(calls=(), errors=(ParseError(message, safe_repr(action)[:200]),))
-
-    def _feedback(self, turn: Turn) -> list[str]:
-        """What the model must hear about calls that could not be run as written: each note and all of them
-        together bounded like any observation, since they may quote what the agent wrote."""
-        notes: list[str] = []
-        room = self.max_observation_chars
-        for index, message in enumerate(turn.parse_errors):
-            note = bound_text(f"Tool call error: {_valid_text(message)}", MAX_FEEDBACK_NOTE_CHARS)
-            if len(note) > room:
-                notes.append(f"({len(turn.parse_errors) - index} more tool call error(s) not shown.)")
-                break
-            notes.append(note)
-            room -= len(note) + 2
-        if turn.step_limit is not None:
-            notes.append(self._step_limit_note(turn))
-        if not turn.calls and not turn.parse_errors:
-            notes.append(
-                "No tool call found in your message. Act with a tool call, for example "
-                '<tool_call>{"name": "bash", "arguments": {"command": "ls"}}</tool_call>, '
-                "and call submit when you are done."
-            )
-        return notes
-
-    def _step_limit_note(self, turn: Turn) -> str:
-        """What the model hears about a step its bound cut short."""
-        left = len(turn.calls) - len(turn.results)
-        if turn.step_limit == "max_tool_calls":
-            return (
-                f"({left} tool call(s) past the limit of {self.max_tool_calls} per turn were not run. Make "
-                "fewer calls in one turn.)"
-            )
-        if turn.stopped_call:
-            what = f"call {len(turn.results)} was stopped"
-            what += f" and the {left} call(s) after it were not run" if left else ""
-        else:
-            what = f"the last {left} call(s) were not run"
-        if turn.step_limit == "interrupted":
-            return f"(This turn was interrupted: {what}.)"
-        return (
-            f"(This turn ran out of time: its tool calls may take {self.max_step_seconds:g} s together, so "
-            f"{what}. Run long commands in a turn of their own, or in the background.)"
-        )
-
-    def _observation(
-        self,
-        turn: Turn,
-        skipped_after_submit: int,
-        error: str | None,
-        exhausted: SandboxExhaustedError | None = None,
-    ) -> str:
-        many = len(turn.results) > 1
-        parts = [
-            f"[{index}: {call.name}]\n{result.output}" if many else result.output
-            for index, (call, result) in enumerate(zip(turn.calls, turn.results), start=1)
-        ]
-        parts += self._feedback(turn)
-        if skipped_after_submit:
-            parts.append(f"({skipped_after_submit} call(s) after submit were not run.)")
-        if error is not None:
-            parts.append("The sandbox stopped working; the episode is over.")
-        if exhausted is not None:
-            parts.append(
-                f"The sandbox ran out of {exhausted.resource}: your commands used all it has, and it had to "
-                "be stopped. The episode is over, and it counts as failed."
-            )
-        return bound_text("\n\n".join(parts), self.max_observation_chars)
+    def _turn_writer(self) -> TurnWriter:
+        """How this env tells a turn to the agent: its bounds as they are now."""
+        return TurnWriter(self.max_observation_chars, self.max_tool_calls, self.max_step_seconds)
 
     def _record_messages(self, action: Any, parsed: ParsedCalls, turn: Turn) -> None:
-        """Append the turn to the chat in OpenAI format: the assistant message with its calls, one tool
-        message per call, and a user message for what could not be parsed."""
-        if isinstance(action, Mapping):
-            # calls found in its text stand in tool_calls: the text keeps what is left, not each call twice
-            from_text = bool(parsed.calls) and not action.get("tool_calls")
-            said = parsed.content if from_text else action.get("content")
-        else:
-            text = action if isinstance(action, str) else safe_repr(action)
-            said = parsed.content if parsed.calls else text
-        assistant: dict[str, Any] = {"role": "assistant", "content": _valid_text(said)}
-        new = [assistant]
-        if turn.calls:
-            assistant["tool_calls"] = []
-            for index, call in enumerate(turn.calls):
-                # Nine alphanumerics: the only ids some templates accept (Mistral's).
-                call_id = _valid_text(call.id) or f"call{turn.index % 1000:03d}{index % 100:02d}"
-                arguments = _valid_text(json.dumps(call.arguments, ensure_ascii=False))
-                assistant["tool_calls"].append(
-                    {
-                        "id": call_id,
-                        "type": "function",
-                        "function": {"name": _valid_text(call.name), "arguments": arguments},
-                    }
-                )
-                ran = index < len(turn.results)
-                content = turn.results[index].output if ran else self._not_run(turn)
-                content = bound_text(content, self.max_observation_chars)
-                name = _valid_text(call.name)
-                new.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": content})
-        feedback = self._feedback(turn)
-        if feedback:
-            content = bound_text("\n\n".join(feedback), self.max_observation_chars)
-            new.append({"role": "user", "content": content})
+        """Append the turn to the chat (`TurnWriter.messages`) and count it against the context budget."""
+        new = self._turn_writer().messages(action, parsed, turn)
         self.messages.extend(new)
         self._context_chars += sum(
             len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls", ""))) for m in new
         )
-
-    def _not_run(self, turn: Turn) -> str:
-        """A call's tool message when the call was not run."""
-        if turn.step_limit == "max_tool_calls":
-            return f"(not run: past the limit of {self.max_tool_calls} tool calls per turn)"
-        if turn.step_limit is not None:
-            return "(not run: this turn was cut short before this call)"
-        return "(not run: the episode ended before this call)"
 
     def _end_reason(self, submitted: bool, error: str | None) -> str:
         if submitted:
@@ -634,10 +485,6 @@ class ToolEnv(gymnasium.Env[str, Any]):
             return float(self.reward_mode(grade, list(self.history)))
         return grade.reward
 
-    def _render_turn(self, turn: Turn) -> str:
-        action = turn.action if isinstance(turn.action, str) else json.dumps(turn.action, indent=1)
-        return f"--- turn {turn.index} ---\n[assistant]\n{action}\n[observation]\n{turn.observation}"
-
     def _close_sandbox(self) -> None:
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is not None:
@@ -645,14 +492,6 @@ class ToolEnv(gymnasium.Env[str, Any]):
                 sandbox.close()
             except GymSweError:
                 pass  # a sandbox that died already has nothing left to close
-
-
-def safe_repr(value: Any) -> str:
-    """repr() for logs, even of an object whose own repr raises."""
-    try:
-        return repr(value)[:10_000]
-    except Exception:
-        return f"<{type(value).__name__} object>"
 
 
 def reject_unknown_kwargs(env_class: type, unknown: Mapping[str, Any]) -> None:
@@ -669,15 +508,3 @@ def reject_unknown_kwargs(env_class: type, unknown: Mapping[str, Any]) -> None:
             if keyword and name != "self" and name not in allowed:
                 allowed.append(name)
     raise ConfigError(unknown_name(f"keyword argument of {env_class.__name__}:", sorted(unknown)[0], allowed))
-
-
-def _valid_text(value: Any) -> Any:
-    """``value`` as text a chat can be saved and rendered with: a lone surrogate (which an action dict or a
-    JSON "\\ud800" can hold) is written as its escape; anything that is not a str is returned as it is."""
-    if not isinstance(value, str):
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    return value

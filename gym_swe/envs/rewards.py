@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gym_swe.envs.base import RewardFunction, Turn
+from gym_swe.envs.base import RewardFunction
+from gym_swe.envs.turns import Turn
 from gym_swe.errors import ConfigError
 from gym_swe.grading.base import Grade
 from gym_swe.tools import ToolCall

@@ -12,16 +12,11 @@ from gym_swe.envs.base import ToolEnv, system_prompt
 from gym_swe.errors import ConfigError, TaskRefused, unknown_name
 from gym_swe.grading import seals
 from gym_swe.grading.base import Grade
+from gym_swe.grading.calibration import calibrate, probe_inputs, protection
 from gym_swe.grading.changes import Entry, manifest, take_diff
 from gym_swe.grading.diffs import protection_reason, split_diff
-from gym_swe.grading.repository import (
-    Environment,
-    calibrate,
-    grade_repository,
-    probe_environment,
-    probe_inputs,
-    protection,
-)
+from gym_swe.grading.environment import Environment, probe_environment
+from gym_swe.grading.repository import grade_repository
 from gym_swe.grading.runners import runner_named
 from gym_swe.sandbox import Sandbox
 from gym_swe.sandbox.local import SOURCE_MODES
@@ -317,9 +312,9 @@ class SWEGymEnv(ToolEnv):
     def _calibrate(self, task: SWETask) -> None:
         """Learn which checks of the task can be sealed: from disk, else by grading its gold patch the
         calibrating way, then running its tests with no fix and those checks sealed, in another fresh sandbox,
-        to learn which of them protect the reward (`gym_swe.grading.repository.protection`), then the gold
+        to learn which of them protect the reward (`gym_swe.grading.calibration.protection`), then the gold
         patch and no fix again, with copies of its tests whose last statement's literals changed, to learn
-        which values decoys may take (`gym_swe.grading.repository.probe_inputs`): four test runs, the first
+        which values decoys may take (`gym_swe.grading.calibration.probe_inputs`): four test runs, the first
         time a task is graded in an environment."""
         key = self._seal_key(task)
         stored = seals.stored(task, key)

@@ -2,10 +2,10 @@
 an exception block, or a value too small to vary, a literal the test feeds the code (``x``) is what changes.
 
 Whether a correct fix fails such a decoy cannot be read off the test, so it is learned once per task from
-the gold patch (`gym_swe.grading.repository.probe`): each candidate leaf's *block* of values (a fixed part
-of its value class, `decoy_values`: spelt as it is, seen where it is seen) is planted whole beside the test,
-one copy per value, with the gold patch; the values whose copy failed every case while the original passed
-are kept, and a grade's group for that leaf is a window of them with the original at a uniformly random
+the gold patch (`gym_swe.grading.calibration.probe_inputs`): each candidate leaf's *block* of values (a fixed
+part of its value class, `decoy_values`: spelt as it is, seen where it is seen) is planted whole beside the
+test, one copy per value, with the gold patch; the values whose copy failed every case while the original
+passed are kept, and a grade's group for that leaf is a window of them with the original at a uniformly random
 place. Values the gold patch passes (a function that gives the same answer for two inputs) are left out;
 which they are depends on what the code computes, which a forger without the fix does not know.
 

@@ -35,9 +35,9 @@ must pass the original of every protective group and none of its decoys, so it m
 each; a forger that has read this module and the planted files, and the issue, but cannot tell which member
 is right (which would take the fix), picks each with probability ``1 / members``: the bound is the product.
 Groups are added and grown until it is at most `TARGET_CHANCE` (2%) within `MAX_DECOY_CASES`; a grade whose
-bound stays above is "unprotected" (`gym_swe.grading.repository`), and the default integrity does not pay
-it. What the bound does not cover: code that picks by which value *looks* right for the inputs (a heuristic
-that is, in effect, part of the fix for them).
+bound stays above is "unprotected" (`gym_swe.grading.guards.grade_integrity`), and the default integrity
+does not pay it. What the bound does not cover: code that picks by which value *looks* right for the inputs
+(a heuristic that is, in effect, part of the fix for them).
 
 The planter must never make a correct fix fail: a decoy only adds tests, the original's body is not changed
 (only its name, when that is safe), and a test whose checks may not run whenever it passes (a ``return`` or a

@@ -11,7 +11,7 @@ source fix needs none of them, and each is a way to put something in the tree th
 The diff is split the way ``git apply`` reads it (`split_diff`): a part starts at a ``diff --git`` line or at
 a traditional ``---``/``+++``/``@@`` header, and a hunk ends where its line counts say, so that text hidden
 after a hunk is a part of its own here exactly as it is for git. The grader also checks the effect: after the
-kept diff is applied, only kept paths may differ from the pristine tree (see repository.py).
+kept diff is applied, only kept paths may differ from the pristine tree (`patching.unexpected_changes`).
 """
 
 from __future__ import annotations

@@ -197,7 +197,8 @@ def grade_repository_task(spec: dict[str, Any]) -> Grade:
     from gym_swe.grading import seals
     from gym_swe.grading.changes import manifest, take_diff
     from gym_swe.grading.diffs import protection_reason, split_diff
-    from gym_swe.grading.repository import grade_repository, probe_environment
+    from gym_swe.grading.environment import probe_environment
+    from gym_swe.grading.repository import grade_repository
     from gym_swe.grading.runners import runner_named
 
     task = swe_task(spec["task"])
@@ -273,8 +274,9 @@ def sandbox_env(task: Any) -> dict[str, str]:
 def sealed_checks(spec: dict[str, Any], task: Any, new_sandbox: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The sealed checks and decoy inputs: from /tests when the export calibrated them, else learned here from
     the gold patch, as `SWEGymEnv` learns them on a task's first grade (calibrate, protection, inputs)."""
+    from gym_swe.grading.calibration import calibrate, probe_inputs, protection
     from gym_swe.grading.changes import manifest
-    from gym_swe.grading.repository import calibrate, probe_environment, probe_inputs, protection
+    from gym_swe.grading.environment import probe_environment
     from gym_swe.grading.runners import runner_named
 
     if "sealed" in spec:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gym_swe.grading.repository import DRIVER_SOURCE, GRADER_DIR, probe_environment
+from gym_swe.grading.environment import DRIVER_SOURCE, GRADER_DIR, probe_environment
 from gym_swe.sandbox import make_sandbox
 from tests.conftest import REPO_ROOT, require_bwrap
 

@@ -1,6 +1,6 @@
 """Sealed checks in every shape of test the real repositories of SWE-bench have (the shapes of
 tests/grading/test_decoys.py, plus the forms sealing adds), through the grader's own pipeline
-(`repository.seal_and_plant`: seal what calibration learned, then decoys beside the tests without a strong
+(`guards.seal_and_plant`: seal what calibration learned, then decoys beside the tests without a strong
 sealed check) and its driver, under real pytest.
 
 For each shape: calibrating on correct code learns what can be sealed; sealed, correct code passes every
@@ -19,7 +19,8 @@ import pytest
 
 from gym_swe.grading import seals
 from gym_swe.grading.decoy_report import violations
-from gym_swe.grading.repository import DRIVER_SOURCE, named_back, seal_and_plant
+from gym_swe.grading.environment import DRIVER_SOURCE
+from gym_swe.grading.guards import named_back, seal_and_plant
 from gym_swe.grading.test_ids import match_outcomes
 from tests.grading.test_decoys import ANSWER_KEY, FORCE_PASS, SHAPES, Shape
 from tests.grading.test_seals import run_driver

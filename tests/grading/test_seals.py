@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from gym_swe.grading import seals
+from gym_swe.grading.environment import DRIVER_SOURCE
 from gym_swe.grading.outcome_stream import RECORDS_FD_VARIABLE
-from gym_swe.grading.repository import DRIVER_SOURCE
 from gym_swe.grading.test_ids import junit_outcomes, match_outcomes, parse_test_id
 
 CORRECT = textwrap.dedent(

@@ -365,8 +365,8 @@ def agreeing_run(tmp_path, python: str) -> tuple[Streamed, dict[str, str]]:  # t
     JUnit report says."""
     import subprocess
 
+    from gym_swe.grading.environment import DRIVER_SOURCE
     from gym_swe.grading.outcome_stream import RECORDS_FD_VARIABLE
-    from gym_swe.grading.repository import DRIVER_SOURCE
     from gym_swe.grading.test_ids import junit_outcomes
 
     for path, text in AGREEING_SUITE.items():

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from gym_swe.grading.diffs import protection_reason
-from gym_swe.grading.repository import DRIVER_SOURCE, GRADER_DIR, probe_environment
+from gym_swe.grading.environment import DRIVER_SOURCE, GRADER_DIR, probe_environment
 from gym_swe.sandbox.local import LocalSandbox
 from gym_swe.tasks.environments import prepare_environment
 from gym_swe.tasks.repos import RepoSource

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from gym_swe.grading.repository import Environment
+    from gym_swe.grading.environment import Environment
 
 
 class TestRunner(ABC):

@@ -57,7 +57,7 @@ from gym_swe.grading.runners.base import TestRunner
 from gym_swe.tasks.id_formats import unreadable
 
 if TYPE_CHECKING:
-    from gym_swe.grading.repository import Environment
+    from gym_swe.grading.environment import Environment
 
 TESTS_DIR = "tests/"
 RUNTESTS_ARGS = ("--verbosity", "2", "--settings=test_sqlite", "--parallel", "1")

@@ -17,7 +17,7 @@ from gym_swe.tasks.id_formats import unreadable
 from gym_swe.tasks.test_ids import files_to_run
 
 if TYPE_CHECKING:
-    from gym_swe.grading.repository import Environment
+    from gym_swe.grading.environment import Environment
 
 
 class PytestRunner(TestRunner):

@@ -37,7 +37,7 @@ from gym_swe.grading.runners.base import TestRunner
 from gym_swe.tasks.id_formats import is_sympy_test_name, unreadable
 
 if TYPE_CHECKING:
-    from gym_swe.grading.repository import Environment
+    from gym_swe.grading.environment import Environment
 
 BIN_TEST_OPTIONS = ("-C", "--verbose")
 """bin/test's options as SWE-bench passes them: no cache (``-C``), a line per test (``--verbose``)."""
