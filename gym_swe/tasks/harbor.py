@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import posixpath
 import re
 import sys
 from collections.abc import Mapping
@@ -51,6 +52,10 @@ TOP_KEYS = frozenset({"version", "schema_version", "task", "metadata", "verifier
 NETWORK_KEYS = frozenset({"network_mode", "allowed_hosts"})
 VERIFIER_KEYS = NETWORK_KEYS | {"timeout_sec", "env", "user", "environment_mode", "environment", "collect"}
 AGENT_KEYS = NETWORK_KEYS | {"timeout_sec", "user"}
+VERIFIER_MODES = ("shared", "separate")
+"""Both are played as gym_swe grades: the verifier in a fresh sandbox of the task's environment holding the
+agent's work dir. "separate" (a fresh copy of the environment, the task's artifacts carried over) is that, for
+artifacts inside the work dir."""
 ENVIRONMENT_KEYS = NETWORK_KEYS | {
     "build_timeout_sec", "docker_image", "os", "cpus", "memory_mb", "storage_mb", "gpus", "gpu_types", "tpu",
     "mcp_servers", "env", "skills_dir", "healthcheck", "workdir", "allow_internet", "memory", "storage",
@@ -188,11 +193,14 @@ def read_task(folder: Path) -> HarborTask:
         raise TaskFormatError(f"{folder / INSTRUCTION_FILE}: over {MAX_INSTRUCTION_CHARS} characters")
     dockerfile = folder / ENVIRONMENT_DIR / "Dockerfile"
     workdir = environment.get("workdir") or (dockerfile_workdir(dockerfile) if dockerfile.is_file() else None)
+    workdir = checked_path(task_file, "environment.workdir", workdir or DEFAULT_WORKDIR)
+    if verifier.get("environment_mode") == "separate":
+        check_artifacts_carried(task_file, config.get("artifacts", []), workdir)
     return HarborTask(
         task_id=folder.name,
         path=folder,
         instruction=instruction,
-        workdir=checked_path(task_file, "environment.workdir", workdir or DEFAULT_WORKDIR),
+        workdir=workdir,
         verifier_timeout=seconds(
             task_file, "verifier.timeout_sec", verifier.get("timeout_sec"), DEFAULT_VERIFIER_TIMEOUT
         ),
@@ -268,14 +276,15 @@ def refuse_what_cannot_be_honoured(folder: Path, task_file: Path, config: Mappin
             raise TaskFormatError(
                 f"{task_file}: {table}.user={values['user']!r} {cannot}: commands run as the image's root"
             )
-    if (
-        verifier.get("environment")
-        or verifier.get("environment_mode") == "separate"
-        or verifier.get("collect")
-    ):
+    if verifier.get("environment") or verifier.get("collect"):
         raise TaskFormatError(
-            f"{task_file}: a separate verifier environment (verifier.environment, environment_mode, collect) "
+            f"{task_file}: a verifier environment of its own (verifier.environment, verifier.collect) "
             f"{cannot}: the verifier runs in a fresh sandbox of the task's own environment"
+        )
+    if verifier.get("environment_mode", "shared") not in VERIFIER_MODES:
+        raise TaskFormatError(
+            f"{task_file}: verifier.environment_mode={verifier['environment_mode']!r}; Harbor has "
+            f"{VERIFIER_MODES}"
         )
     if config.get("steps"):
         raise TaskFormatError(f"{task_file}: steps (multi-step tasks) {cannot}: one instruction per episode")
@@ -284,6 +293,25 @@ def refuse_what_cannot_be_honoured(folder: Path, task_file: Path, config: Mappin
             raise TaskFormatError(
                 f"{folder / ENVIRONMENT_DIR / name}: compose environments {cannot}: one container per "
                 "sandbox (give environment/Dockerfile)"
+            )
+
+
+def check_artifacts_carried(task_file: Path, artifacts: object, workdir: str) -> None:
+    """A separate verifier sees the task's artifacts alone; gym_swe's carries the work dir (the agent's files
+    there, nothing else of its sandbox): an artifact outside it would not reach the verifier."""
+    if not isinstance(artifacts, list):
+        raise TaskFormatError(f"{task_file}: artifacts must be a list, got {artifacts!r}")
+    for artifact in artifacts:
+        source = artifact.get("source") if isinstance(artifact, Mapping) else artifact
+        if not isinstance(source, str) or not source:
+            raise TaskFormatError(
+                f"{task_file}: an artifact must be a path or a table with a source: {artifact!r}"
+            )
+        path = posixpath.normpath(source if source.startswith("/") else posixpath.join(workdir, source))
+        if path != workdir and not path.startswith(workdir.rstrip("/") + "/"):
+            raise TaskFormatError(
+                f"{task_file}: artifact {source!r} cannot be honoured with verifier.environment_mode "
+                f"'separate': gym_swe's verifier gets the agent's work dir ({workdir}) and nothing outside it"
             )
 
 

@@ -94,6 +94,13 @@ BAD_TASKS = [
      ["environment.memory", "'2G'"]),
     (lambda t: replace_in(t / "task.toml", "allow_internet = false", 'workdir = "relative"'),
      ["environment.workdir", "absolute"]),
+    (lambda t: replace_in(t / "task.toml", "timeout_sec = 120", 'timeout_sec = 120\nenvironment_mode = "aside"'),
+     ["verifier.environment_mode", "'aside'", "separate"]),
+    (lambda t: (replace_in(t / "task.toml", "timeout_sec = 120", 'timeout_sec = 120\nenvironment_mode = "separate"'),
+                (t / "task.toml").write_text('artifacts = ["/logs/agent/out.txt"]\n' + (t / "task.toml").read_text())),
+     ["artifact '/logs/agent/out.txt'", "environment_mode", "work dir (/app)"]),
+    (lambda t: replace_in(t / "task.toml", "timeout_sec = 120", 'timeout_sec = 120\n[verifier.environment]\ncpus = 2'),
+     ["verifier.environment", "fresh sandbox"]),
     (lambda t: (t / "instruction.md").write_text("  \n"), ["instruction.md", "empty"]),
     (lambda t: ((t / "environment").mkdir(), (t / "environment" / "docker-compose.yaml").write_text("x")),
      ["environment/docker-compose.yaml", "compose"]),
@@ -114,6 +121,16 @@ def test_a_bad_task_fails_at_make_in_one_line_naming_the_file_and_field(
     with pytest.raises(GymSweError) as made:  # the same line from gymnasium.make, before any sandbox
         gymnasium.make("Harbor-v0", tasks=str(task), integrity="any")
     assert str(made.value) == message
+
+
+def test_a_separate_verifier_of_the_work_dir_is_what_gym_swe_plays(task: Path) -> None:
+    """``environment_mode = "separate"`` (a fresh copy of the environment, the artifacts carried over) is how
+    gym_swe grades every Harbor task, for artifacts in the work dir (gym_swe's exports declare theirs so)."""
+    replace_in(task / "task.toml", "timeout_sec = 120", 'timeout_sec = 120\nenvironment_mode = "separate"')
+    (task / "task.toml").write_text(
+        'artifacts = ["/app", {source = "/app/out"}]\n' + (task / "task.toml").read_text()
+    )
+    assert read_task(task).workdir == "/app"
 
 
 def test_a_path_that_is_not_a_task_says_what_harbor_v0_takes(tmp_path: Path) -> None:
