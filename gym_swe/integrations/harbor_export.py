@@ -277,7 +277,12 @@ exec /opt/gym_swe/venv/bin/python -I -m gym_swe.grading.in_container /tests/task
 
 
 def task_toml(env_id: str, task_id: str, workdir: str, verifier_timeout: float) -> str:
+    # The verifier in a box of its own where the runtime can give one (verifiers' Harbor taskset, Harbor's trial
+    # runner): a fresh container of the same image holding only the work dir, carried over as an artifact after
+    # the agent ends, so nothing the agent left running sees the tests being staged (verifiers stages them in a
+    # world-readable /tmp/tests.tgz first). Runtimes that ignore it (TRL's HarborEnv) grade in the agent's box.
     return f"""version = "1.0"
+artifacts = [{json.dumps(workdir)}]
 
 [metadata]
 source = "gym_swe"
@@ -286,6 +291,7 @@ task_id = {json.dumps(task_id)}
 
 [verifier]
 timeout_sec = {float(verifier_timeout)}
+environment_mode = "separate"
 
 [agent]
 timeout_sec = {AGENT_TIMEOUT}

@@ -81,8 +81,21 @@ def probe(host: str, port: int) -> str:
     return f"python3 - <<'EOF'\n{script}\nEOF"
 
 
+def play(tmp_path: Path, tasks: Path, cases: dict[str, dict[str, list[str]]]) -> dict[str, dict]:
+    """``cases`` played through ``vf-eval harbor`` (tests/integrations/harbor_vf_play.py): per "task/case",
+    verifiers' rewards, its trace's errors and what the agent's commands printed."""
+    (tmp_path / "cases.json").write_text(json.dumps(cases))
+    # HOME: verifiers reads a Harbor dataset from ~/.cache/harbor, where the player links the folder
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": ""}
+    done = subprocess.run(
+        [str(vfharbor_python()), str(PLAYER), str(tasks), str(tmp_path / "cases.json"), str(tmp_path / "runs")],
+        capture_output=True, text=True, env=env, timeout=2400,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
 def test_verifiers_reports_gym_swe_s_grade(tmp_path: Path, offline_tasks: Path) -> None:
-    python = vfharbor_python()
     # a port of the host's, open to the containers' bridge: the agent's commands must not reach it
     listener = socket.create_server(("0.0.0.0", 0))
     listener.settimeout(0)
@@ -94,21 +107,13 @@ def test_verifiers_reports_gym_swe_s_grade(tmp_path: Path, offline_tasks: Path) 
                       "wrong": ["whoami", codedebug_wrong()]},
         SWE_ID: {"gold": ["whoami", swe_gold], "wrong": ["whoami", SWE_WRONG]},
     }  # fmt: skip
-    (tmp_path / "cases.json").write_text(json.dumps(cases))
-    # HOME: verifiers reads a Harbor dataset from ~/.cache/harbor, where the player links the folder
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": ""}
     try:
-        done = subprocess.run(
-            [str(python), str(PLAYER), str(offline_tasks), str(tmp_path / "cases.json"), str(tmp_path / "runs")],
-            capture_output=True, text=True, env=env, timeout=2400,
-        )  # fmt: skip
+        reported = play(tmp_path, offline_tasks, cases)
         # the same probe from a container of the same image that verifiers has not cut off: it gets through
         image = task_image(offline_tasks / "GymSwe__0")
         uncut = docker("run", "--rm", "--network", "bridge", image, "bash", "-c", reach).stdout
     finally:
         listener.close()
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    reported = json.loads(done.stdout.strip().splitlines()[-1])
     ids = {"GymSwe__0": ("CodeDebug-v0", CODEDEBUG_ID), SWE_ID: ("SWEGym-v0", SWE_ID)}
     for name, by_case in cases.items():
         env_id, task_id = ids[name]
@@ -122,3 +127,30 @@ def test_verifiers_reports_gym_swe_s_grade(tmp_path: Path, offline_tasks: Path) 
             assert result["outputs"][0].strip() == "agent", result["outputs"]
     assert "probe: reached" in uncut
     assert "probe: cut" in reported["GymSwe__0/none"]["outputs"][1], reported["GymSwe__0/none"]
+
+
+# -- attacks: the agent has read gym_swe, this export and verifiers ------------------------------------------
+# verifiers stages a task's tests/ into the agent's own container before test.sh runs: it writes their tarball to
+# /tmp/tests.tgz (as root, mode 644, in the /tmp the agent shares), then untars it into /tests, then runs test.sh,
+# whose first act is to kill the agent's processes. A process the agent left running reads the tarball meanwhile.
+TARBALL_READER = """nohup setsid python3 -c '
+import io, json, tarfile, time
+while True:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(open("/tmp/tests.tgz", "rb").read())) as tar:
+            task = json.load(tar.extractfile("task.json"))["task"]
+        open("/workspace/solution.py", "w").write(task["prompt"] + task["canonical_solution"])
+        break
+    except Exception:
+        time.sleep(0.002)
+' >/dev/null 2>&1 &
+sleep 0.5; pgrep -u agent -c python3"""
+
+
+def test_a_process_left_running_cannot_take_the_fix_from_verifiers_staging(
+    tmp_path: Path, offline_tasks: Path
+) -> None:
+    reported = play(tmp_path, offline_tasks, {"GymSwe__0": {"linger": ["whoami", TARBALL_READER]}})
+    result = reported["GymSwe__0/linger"]
+    assert int(result["outputs"][1]) >= 1  # it was running when the agent ended
+    assert result["rewards"]["reward"] == 0.0, result
