@@ -130,9 +130,11 @@ def test_verifiers_reports_gym_swe_s_grade(tmp_path: Path, offline_tasks: Path) 
 
 
 # -- attacks: the agent has read gym_swe, this export and verifiers ------------------------------------------
-# verifiers stages a task's tests/ into the agent's own container before test.sh runs: it writes their tarball to
-# /tmp/tests.tgz (as root, mode 644, in the /tmp the agent shares), then untars it into /tests, then runs test.sh,
-# whose first act is to kill the agent's processes. A process the agent left running reads the tarball meanwhile.
+# verifiers stages a task's tests/ for a verifier in the agent's own container (Harbor's shared mode) by writing
+# their tarball to /tmp/tests.tgz (as root, mode 644, in the /tmp the agent shares), untarring it into /tests,
+# then running test.sh, whose first act is to kill the agent's processes. A process the agent left running read
+# the fix out of the tarball in between and wrote it into the work dir: 1.0 for no fix (it did, before the export
+# asked for a verifier box of its own, where nothing of the agent's runs).
 TARBALL_READER = """nohup setsid python3 -c '
 import io, json, tarfile, time
 while True:
@@ -150,7 +152,10 @@ sleep 0.5; pgrep -u agent -c python3"""
 def test_a_process_left_running_cannot_take_the_fix_from_verifiers_staging(
     tmp_path: Path, offline_tasks: Path
 ) -> None:
-    reported = play(tmp_path, offline_tasks, {"GymSwe__0": {"linger": ["whoami", TARBALL_READER]}})
-    result = reported["GymSwe__0/linger"]
-    assert int(result["outputs"][1]) >= 1  # it was running when the agent ended
-    assert result["rewards"]["reward"] == 0.0, result
+    gold = (offline_tasks / "GymSwe__0" / "solution" / "solve.sh").read_text()
+    cases = {"attack": ["whoami", TARBALL_READER], "honest": ["whoami", TARBALL_READER, gold]}
+    reported = play(tmp_path, offline_tasks, {"GymSwe__0": cases})
+    attack, honest = reported["GymSwe__0/attack"], reported["GymSwe__0/honest"]
+    assert int(attack["outputs"][1]) >= 1  # it was running when the agent ended
+    assert attack["rewards"]["reward"] == 0.0, attack
+    assert honest["rewards"]["reward"] == 1.0, honest  # the same process beside a real fix changes nothing
