@@ -56,8 +56,7 @@ def offline_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     derived: list[str] = []
     try:
         (root / "tasks").mkdir()
-        tasks, derived = offline_copy(exported, root / "tasks", python, root)
-        yield tasks
+        yield offline_copy(exported, root / "tasks", python, root, derived)
     finally:
         for tag in [*derived, *built]:  # per run: each export's wheel makes new ones
             docker("rmi", "-f", tag, check=False)
@@ -96,6 +95,9 @@ def play(tmp_path: Path, tasks: Path, cases: dict[str, dict[str, list[str]]]) ->
 
 
 def test_verifiers_reports_gym_swe_s_grade(tmp_path: Path, offline_tasks: Path) -> None:
+    """Slow (a minute or more): three vf-eval runs (one per case, a container per rollout and one per separate
+    verifier, each grade learning the SWE task's seals from four test runs first), then gym_swe's own grade of
+    the same five command lists on its docker sandbox."""
     # a port of the host's, open to the containers' bridge: the agent's commands must not reach it
     listener = socket.create_server(("0.0.0.0", 0))
     listener.settimeout(0)
@@ -152,6 +154,7 @@ sleep 0.5; pgrep -u agent -c python3"""
 def test_a_process_left_running_cannot_take_the_fix_from_verifiers_staging(
     tmp_path: Path, offline_tasks: Path
 ) -> None:
+    """Slow under load (near a minute): two vf-eval runs, each an agent's container and a verifier's."""
     gold = (offline_tasks / "GymSwe__0" / "solution" / "solve.sh").read_text()
     cases = {"attack": ["whoami", TARBALL_READER], "honest": ["whoami", TARBALL_READER, gold]}
     reported = play(tmp_path, offline_tasks, {"GymSwe__0": cases})

@@ -127,13 +127,12 @@ def derived_image(image: str, uv: Path, wheels: Path, python: str) -> str:
     return tag
 
 
-def offline_copy(exported: Path, dest: Path, vf_python: Path, scratch: Path) -> tuple[Path, list[str]]:
+def offline_copy(exported: Path, dest: Path, vf_python: Path, scratch: Path, tags: list[str]) -> Path:
     """The exported task folders (made with ``--build``) copied to ``dest``, each task.toml's ``docker_image``
-    now its derived image; and the derived images' tags (the caller removes them)."""
+    now its derived image, whose tag is added to ``tags`` as soon as it is built (the caller removes them)."""
     requirements = chat_program_requirements(vf_python)
     uv = vf_python.with_name("uv")
     wheelhouses: dict[str, Path] = {}
-    tags = []
     for toml in sorted(exported.glob("*/task.toml")):
         image = tomllib.loads(toml.read_text())["environment"]["docker_image"]
         python, version = image_python(image)
@@ -146,4 +145,4 @@ def offline_copy(exported: Path, dest: Path, vf_python: Path, scratch: Path) -> 
         text = toml.read_text().replace(f'docker_image = "{image}"', f'docker_image = "{tag}"')
         assert tag in text, text
         (folder / "task.toml").write_text(text)
-    return dest, tags
+    return dest
