@@ -96,8 +96,7 @@ def play(tmp_path: Path, tasks: Path, cases: dict[str, dict[str, list[str]]]) ->
 
 def test_verifiers_reports_gym_swe_s_grade(tmp_path: Path, offline_tasks: Path) -> None:
     """Slow (a minute or more): three vf-eval runs (one per case, a container per rollout and one per separate
-    verifier, each grade learning the SWE task's seals from four test runs first), then gym_swe's own grade of
-    the same five command lists on its docker sandbox."""
+    verifier), then gym_swe's own grade of the same five command lists on its docker sandbox."""
     # a port of the host's, open to the containers' bridge: the agent's commands must not reach it
     listener = socket.create_server(("0.0.0.0", 0))
     listener.settimeout(0)
