@@ -74,9 +74,19 @@ def bridge_gateway() -> str:
 
 
 def probe(host: str, port: int) -> str:
-    """A command that tries a TCP connection to ``host:port`` and says whether it got through."""
-    script = (f"import socket\ntry:\n    socket.create_connection(({host!r}, {port}), timeout=5).close()\n"
-              "    print('probe: reached')\nexcept OSError as error:\n    print('probe: cut', type(error).__name__)")  # fmt: skip
+    """A command that tries a TCP connection to ``host:port`` and a DNS lookup of a host outside (Debian's
+    mirror, which docker's bridge reaches here), and says whether each got through."""
+    script = f"""import socket
+try:
+    socket.create_connection(({host!r}, {port}), timeout=5).close()
+    print("host: reached")
+except OSError as error:
+    print("host: cut", type(error).__name__)
+try:
+    socket.getaddrinfo("deb.debian.org", 80)
+    print("outside: reached")
+except OSError as error:
+    print("outside: cut", type(error).__name__)"""
     return f"python3 - <<'EOF'\n{script}\nEOF"
 
 
@@ -126,8 +136,10 @@ def test_verifiers_reports_gym_swe_s_grade(tmp_path: Path, offline_tasks: Path) 
             assert vf_reward == gym_swe_reward(env_id, task_id, commands), (name, case)
             # verifiers runs the agent's commands as the task's [agent] user
             assert result["outputs"][0].strip() == "agent", result["outputs"]
-    assert "probe: reached" in uncut
-    assert "probe: cut" in reported["GymSwe__0/none"]["outputs"][1], reported["GymSwe__0/none"]
+    cut = reported["GymSwe__0/none"]["outputs"][1]
+    assert "host: reached" in uncut and "host: cut" in cut, (uncut, cut)
+    if "outside: reached" in uncut:  # a machine whose containers resolve nothing outside has nothing to cut
+        assert "outside: cut" in cut, cut
 
 
 # -- attacks: the agent has read gym_swe, this export and verifiers ------------------------------------------
