@@ -7,8 +7,9 @@ VLLM_VENV ?= .venv-vllm
 SERVE_VENV ?= .venv-serve
 VERIFIERS_VENV ?= .venv-verifiers
 HARBOR_VENV ?= .venv-harbor
-# TRL's Harbor support imports harbor, which needs Python >= 3.12 (Debian 12's python3 is 3.11): pyenv's where
-# the machine has one, else python3.12 on PATH; none: the tests that need it skip, saying so
+VFHARBOR_VENV ?= .venv-vfharbor
+# TRL's Harbor support and verifiers' Harbor taskset import harbor, which needs Python >= 3.12 (Debian 12's python3
+# is 3.11): pyenv's where the machine has one, else python3.12 on PATH; none: the tests that need it skip, saying so
 HARBOR_PYTHON ?= $(firstword $(wildcard /root/.pyenv/versions/3.12*/bin/python3.12) $(shell command -v python3.12))
 PY := $(VENV)/bin/python
 # --no-compile: pip would byte-compile every module it installs (all of torch, vLLM, ray ...), minutes of CPU;
@@ -51,10 +52,10 @@ TEST_ENV := OMP_NUM_THREADS=1 HF_HUB_DISABLE_TELEMETRY=1 GYM_SWE_REQUIRE_DOCKER=
 	GYM_SWE_REQUIRE_VERIFIERS=1 GYM_SWE_REQUIRE_BROWSER=1 GYM_SWE_TEST_SCALE=$(TEST_SCALE) \
 	GYM_SWE_VLLM_PYTHON=$(VLLM_VENV)/bin/python GYM_SWE_SERVE_PYTHON=$(SERVE_VENV)/bin/python \
 	GYM_SWE_VERIFIERS_PYTHON=$(VERIFIERS_VENV)/bin/python GYM_SWE_HARBOR_PYTHON=$(HARBOR_VENV)/bin/python \
-	$(if $(HARBOR_PYTHON),GYM_SWE_REQUIRE_HARBOR=1)
+	GYM_SWE_VFHARBOR_PYTHON=$(VFHARBOR_VENV)/bin/python $(if $(HARBOR_PYTHON),GYM_SWE_REQUIRE_HARBOR=1)
 
 test-setup: $(VENV)/.test $(VLLM_VENV)/.installed $(SERVE_VENV)/.installed $(VERIFIERS_VENV)/.installed image \
-	$(HARBOR_VENV)/.installed harnesses models lint collect
+	$(HARBOR_VENV)/.installed $(VFHARBOR_VENV)/.installed harnesses models lint collect
 
 # Collecting the suite imports every test module and what it imports (torch, transformers, trl, ray ...): done
 # once here, beside the images, it leaves their byte code written (pip wrote none), so the test workers'
@@ -193,5 +194,16 @@ $(HARBOR_VENV)/.installed: pyproject.toml
 	$(HARBOR_VENV)/bin/python $(PIP_INSTALL) --no-deps "trl>=1.16"; \
 	touch $@
 
+# verifiers' Harbor taskset (verifiers.v1.tasksets.harbor) with its `harbor` extra, which pins harbor==0.24.0 on
+# Python >= 3.12 (TRL's environment above has harbor 0.26: two environments), for the test that plays exported
+# Harbor tasks through it (GYM_SWE_VFHARBOR_PYTHON); uv: the binary the test bakes into the task images, which
+# verifiers' harness runs there. gym_swe itself is not installed there: the tasks carry it.
+$(VFHARBOR_VENV)/.installed: pyproject.toml
+	@if [ -z "$(HARBOR_PYTHON)" ]; then echo "no Python >= 3.12 here: the verifiers Harbor test will skip"; exit 0; fi; \
+	set -e; $(HARBOR_PYTHON) -m venv $(VFHARBOR_VENV); \
+	$(VFHARBOR_VENV)/bin/python $(PIP_INSTALL) --upgrade pip; \
+	$(VFHARBOR_VENV)/bin/python $(PIP_INSTALL) "verifiers[harbor]==0.4.0" "harbor==0.24.0" "uv==0.13.9"; \
+	touch $@
+
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) $(SERVE_VENV) $(VERIFIERS_VENV) $(HARBOR_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info
+	rm -rf $(VENV) $(VLLM_VENV) $(SERVE_VENV) $(VERIFIERS_VENV) $(HARBOR_VENV) $(VFHARBOR_VENV) .tmp .pytest_cache .mypy_cache .hypothesis .coverage build dist *.egg-info

@@ -4,7 +4,8 @@ One folder per task (``OUT/<task id>``, the id made safe for a path):
 
 - ``instruction.md``: the env's opening user message (`ToolEnv.opening_messages`), what the agent is told;
 - ``task.toml``: the env's timeouts, ``allow_internet = false``, the work dir, ``[agent] user = "agent"``
-  (an unprivileged user: see docs/harbor.md, "Export", for what that buys and what it cannot);
+  (an unprivileged user: see docs/integrations/harbor-export.md for what that buys and what it cannot), a
+  verifier box of its own (``environment_mode = "separate"``, the work dir carried over as the artifact);
 - ``environment/``: a Dockerfile ``FROM`` the image the env's docker sandbox uses for the task
   (``gym-swe-base:latest`` for CodeDebug, the task's ``gym-swe-task:...`` image for SWE tasks), which installs
   gym_swe offline into its own venv (``/opt/gym_swe/venv``) from wheels put beside it now (gym_swe's, built
@@ -277,7 +278,13 @@ exec /opt/gym_swe/venv/bin/python -I -m gym_swe.grading.in_container /tests/task
 
 
 def task_toml(env_id: str, task_id: str, workdir: str, verifier_timeout: float) -> str:
+    # The verifier in a box of its own where the runtime gives one (verifiers' Harbor taskset, Harbor's trial
+    # runner): a fresh container of the same image holding only the work dir, carried over as an artifact
+    # after the agent ends, so nothing the agent left running sees the tests being staged (verifiers stages
+    # them in a world-readable /tmp/tests.tgz first). Runtimes that ignore it (TRL's HarborEnv) grade in the
+    # agent's box.
     return f"""version = "1.0"
+artifacts = [{json.dumps(workdir)}]
 
 [metadata]
 source = "gym_swe"
@@ -286,6 +293,7 @@ task_id = {json.dumps(task_id)}
 
 [verifier]
 timeout_sec = {float(verifier_timeout)}
+environment_mode = "separate"
 
 [agent]
 timeout_sec = {AGENT_TIMEOUT}

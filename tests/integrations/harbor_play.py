@@ -95,15 +95,17 @@ def export(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def export_examples(out: Path) -> Path:
+def export_examples(out: Path, *flags: str) -> Path:
     """One bundled CodeDebug task and one bundled SWE task (its image built first, if it is not) under
-    ``out``, as ``GymSwe__0`` and ``gymswe__semverkit-1``."""
+    ``out``, as ``GymSwe__0`` and ``gymswe__semverkit-1``; ``flags``: more of the export's (``--build``)."""
     from gym_swe.tasks.images import build_task_image
     from gym_swe.tasks.repos import RepoSource
     from gym_swe.tasks.swe import load_swe_tasks
 
     build_task_image(load_swe_tasks("bundled").get(SWE_ID), RepoSource(None), log=lambda _: None)
     for env_id, task_id in (("CodeDebug-v0", CODEDEBUG_ID), ("SWEGym-v0", SWE_ID)):
-        done = export(out, "--format", "harbor", "--env", env_id, "--out", str(out), "--task-id", task_id)
+        done = export(
+            out, "--format", "harbor", "--env", env_id, "--out", str(out), "--task-id", task_id, *flags
+        )
         assert done.returncode == 0, done.stderr
     return out
