@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
-import time
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from gym_swe.tasks.functions import load_function_tasks
+from tests.integrations.scripted_tool_calls import ChatEndpoint, text_of
 
 SUBMIT = '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
 IDLE = '<tool_call>{"name": "bash", "arguments": {"command": "true"}}</tool_call>'
@@ -30,7 +28,7 @@ def fix_turn(task_id: str) -> str:
     return "I will fix it.\n<tool_call>" + json.dumps(call) + "</tool_call>"
 
 
-class ScriptedChatServer:
+class ScriptedChatServer(ChatEndpoint):
     """``fixes``: the CodeDebug task ids the policy fixes; other tasks it submits unfixed, after
     ``idle_turns`` turns that change nothing. The task of a conversation is told by its function's name in the
     first user message. ``requests`` counts the chat completions answered."""
@@ -39,86 +37,28 @@ class ScriptedChatServer:
         tasks = load_function_tasks("bundled")
         self.fixes = {tasks.get(task_id).entry_point: fix_turn(task_id) for task_id in fixes}
         self.idle_turns = idle_turns
-        self.requests = 0
-        self._lock = threading.Lock()
-        server = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self._send({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                completion = server.complete(body)
-                if body.get("stream"):
-                    self._stream(completion)
-                else:
-                    self._send(completion)
-
-            def _stream(self, completion: dict[str, Any]) -> None:
-                """The completion as server-sent events, as OpenAI streams it: the text, the finish reason
-                (with usage), then ``[DONE]``."""
-                choice = completion["choices"][0]
-                head = {key: completion[key] for key in ("id", "created", "model")}
-                chunks = [
-                    {"index": 0, "delta": {"role": "assistant", "content": choice["message"]["content"]},
-                     "finish_reason": None},
-                    {"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]},
-                ]  # fmt: skip
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                for number, chunk in enumerate(chunks):
-                    event = {**head, "object": "chat.completion.chunk", "choices": [chunk]}
-                    if number == len(chunks) - 1:
-                        event["usage"] = completion["usage"]
-                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
-
-            def _send(self, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
-
-    def reply(self, messages: list[dict[str, Any]]) -> str:
+    def reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         users = [m for m in messages if m.get("role") == "user"]
-        opening = _text(users[0].get("content")) if users else ""
+        opening = text_of(users[0].get("content")) if users else ""
         fix = next((turn for name, turn in self.fixes.items() if f"`{name}`" in opening), None)
         replied = sum(1 for m in messages if m.get("role") == "assistant")
         if fix is not None:
-            return fix if replied == 0 else SUBMIT
-        return IDLE if replied < self.idle_turns else SUBMIT
+            text = fix if replied == 0 else SUBMIT
+        else:
+            text = IDLE if replied < self.idle_turns else SUBMIT
+        return {"role": "assistant", "content": text}
 
-    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
-        with self._lock:
-            self.requests += 1
-        text = self.reply(body.get("messages") or [])
-        return {
-            "id": f"chatcmpl-{self.requests}", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "scripted"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }  # fmt: skip
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):  # content parts
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return str(content or "")
+    def stream_events(self, completion: dict[str, Any]) -> list[dict[str, Any]]:
+        """The text, then the finish reason with the usage (these stacks' clients read it there)."""
+        choice = completion["choices"][0]
+        head = {key: completion[key] for key in ("id", "created", "model")}
+        chunks = [
+            {"index": 0, "delta": {"role": "assistant", "content": choice["message"]["content"]},
+             "finish_reason": None},
+            {"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]},
+        ]  # fmt: skip
+        events = [{**head, "object": "chat.completion.chunk", "choices": [chunk]} for chunk in chunks]
+        events[-1]["usage"] = completion["usage"]
+        return events

@@ -20,14 +20,13 @@ from typing import Any
 DONE = "Done: the work dir is as I leave it."
 
 
-class ScriptedToolCallServer:
-    """``scripts``: {instruction text: [bash command, ...]}. A conversation whose opening user message holds none
-    of them is answered with ``DONE`` at once. ``outputs[instruction]``: the tool messages' contents of its
-    latest request, in order."""
+class ChatEndpoint:
+    """A real OpenAI-compatible chat endpoint on loopback (``base_url``) whose replies a subclass scripts:
+    `reply` gives the assistant message for a conversation so far. Both scripted policies stand on it (this
+    one and tests/integrations/scripted_chat.py's); it lives here because this module stays standard-library
+    only. ``requests`` counts the chat completions answered."""
 
-    def __init__(self, scripts: Mapping[str, Sequence[str]]) -> None:
-        self.scripts = {instruction.strip(): list(commands) for instruction, commands in scripts.items()}
-        self.outputs: dict[str, list[str]] = {}
+    def __init__(self) -> None:
         self.requests = 0
         self._lock = threading.Lock()
         server = self
@@ -43,34 +42,15 @@ class ScriptedToolCallServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 completion = server.complete(body)
                 if body.get("stream"):
-                    self._stream(completion)
+                    self._stream(server.stream_events(completion))
                 else:
                     self._send(completion)
 
-            def _stream(self, completion: dict[str, Any]) -> None:
-                """The completion as server-sent events, as OpenAI streams it: the message (its text or its
-                tool calls, each with its index), the finish reason, the usage, then ``[DONE]``."""
-                choice = completion["choices"][0]
-                message = choice["message"]
-                delta: dict[str, Any] = {"role": "assistant", "content": message["content"]}
-                if message.get("tool_calls"):
-                    delta["tool_calls"] = [
-                        {"index": n, **call} for n, call in enumerate(message["tool_calls"])
-                    ]
-                head = {key: completion[key] for key in ("id", "created", "model")}
-                events = [
-                    {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-                    {
-                        **head,
-                        "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}],
-                    },
-                    {**head, "choices": [], "usage": completion["usage"]},
-                ]
+            def _stream(self, events: list[dict[str, Any]]) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
                 for event in events:
-                    event["object"] = "chat.completion.chunk"
                     self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
@@ -89,21 +69,7 @@ class ScriptedToolCallServer:
         self._thread.start()
 
     def reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        """The assistant message for a conversation so far."""
-        users = [m for m in messages if m.get("role") == "user"]
-        opening = _text(users[0].get("content")) if users else ""
-        instruction = next((text for text in self.scripts if text in opening), None)
-        if instruction is None:
-            return {"role": "assistant", "content": DONE}
-        with self._lock:
-            self.outputs[instruction] = [_text(m.get("content")) for m in messages if m.get("role") == "tool"]
-        replied = sum(1 for m in messages if m.get("role") == "assistant")
-        commands = self.scripts[instruction]
-        if replied >= len(commands):
-            return {"role": "assistant", "content": DONE}
-        call = {"id": f"call_{replied}", "type": "function",
-                "function": {"name": "bash", "arguments": json.dumps({"command": commands[replied]})}}  # fmt: skip
-        return {"role": "assistant", "content": None, "tool_calls": [call]}
+        raise NotImplementedError
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
@@ -118,12 +84,58 @@ class ScriptedToolCallServer:
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }  # fmt: skip
 
+    def stream_events(self, completion: dict[str, Any]) -> list[dict[str, Any]]:
+        """The completion as server-sent events, as OpenAI streams it: the message (its text or its tool
+        calls, each with its index), the finish reason, the usage, then (the handler) ``[DONE]``."""
+        choice = completion["choices"][0]
+        message = choice["message"]
+        delta: dict[str, Any] = {"role": "assistant", "content": message["content"]}
+        if message.get("tool_calls"):
+            delta["tool_calls"] = [{"index": n, **call} for n, call in enumerate(message["tool_calls"])]
+        head = {key: completion[key] for key in ("id", "created", "model")}
+        events = [
+            {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+            {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+            {**head, "choices": [], "usage": completion["usage"]},
+        ]
+        return [{**event, "object": "chat.completion.chunk"} for event in events]
+
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
 
 
-def _text(content: Any) -> str:
+class ScriptedToolCallServer(ChatEndpoint):
+    """``scripts``: {instruction text: [bash command, ...]}. A conversation whose opening user message holds none
+    of them is answered with ``DONE`` at once. ``outputs[instruction]``: the tool messages' contents of its
+    latest request, in order."""
+
+    def __init__(self, scripts: Mapping[str, Sequence[str]]) -> None:
+        self.scripts = {instruction.strip(): list(commands) for instruction, commands in scripts.items()}
+        self.outputs: dict[str, list[str]] = {}
+        super().__init__()
+
+    def reply(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The assistant message for a conversation so far."""
+        users = [m for m in messages if m.get("role") == "user"]
+        opening = text_of(users[0].get("content")) if users else ""
+        instruction = next((text for text in self.scripts if text in opening), None)
+        if instruction is None:
+            return {"role": "assistant", "content": DONE}
+        with self._lock:
+            self.outputs[instruction] = [
+                text_of(m.get("content")) for m in messages if m.get("role") == "tool"
+            ]
+        replied = sum(1 for m in messages if m.get("role") == "assistant")
+        commands = self.scripts[instruction]
+        if replied >= len(commands):
+            return {"role": "assistant", "content": DONE}
+        call = {"id": f"call_{replied}", "type": "function",
+                "function": {"name": "bash", "arguments": json.dumps({"command": commands[replied]})}}  # fmt: skip
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+def text_of(content: Any) -> str:
     if isinstance(content, list):  # content parts
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return str(content or "")
